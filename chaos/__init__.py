@@ -1,0 +1,1 @@
+"""The nemesis: faults and fault schedules (filled in by the nemesis issue)."""

@@ -1,0 +1,1 @@
+"""Kafka nodes behind Toxiproxy and their lifecycle (Jepsen's "db" role)."""

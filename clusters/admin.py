@@ -1,0 +1,242 @@
+"""Questions asked of a running cluster: health, readiness, and who leads or coordinates what.
+
+Metadata comes through the client proxies with confluent-kafka. What librdkafka cannot ask —
+the active KRaft controller (Metadata answers with a random broker there) and the finalized
+feature levels — comes from Kafka's own admin tools on the same classpath as the brokers.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from clusters.kafka_dist import KafkaDistribution, java_binary
+
+READINESS_TOPIC = "eoschaos-readiness"
+TRANSACTION_STATE_TOPIC = "__transaction_state"
+CONSUMER_OFFSETS_TOPIC = "__consumer_offsets"
+
+
+class ClusterNotReady(RuntimeError):
+    """The cluster did not reach the awaited state in time; the message says what was missing."""
+
+
+@dataclass(frozen=True)
+class Health:
+    brokers: frozenset[int]
+    under_replicated: tuple[tuple[str, int], ...]
+    offline: tuple[tuple[str, int], ...]
+    topics: frozenset[str]
+
+    def healthy(self, expected_brokers: set[int]) -> bool:
+        return self.brokers == expected_brokers and not self.under_replicated and not self.offline
+
+    def describe(self, expected_brokers: set[int]) -> str:
+        missing = sorted(expected_brokers - self.brokers)
+        return (
+            f"brokers missing {missing}, {len(self.under_replicated)} under-replicated and "
+            f"{len(self.offline)} offline partitions"
+        )
+
+
+# librdkafka logs every refused connection at level 6; while brokers start that is hundreds
+# of lines. Probes only need errors, and they raise those anyway.
+QUIET = {"log_level": 3}
+
+
+def admin_client(bootstrap: str) -> AdminClient:
+    return AdminClient(
+        {"bootstrap.servers": bootstrap, "socket.connection.setup.timeout.ms": 3000, **QUIET}
+    )
+
+
+def health(admin: AdminClient, timeout: float = 5.0) -> Health:
+    metadata = admin.list_topics(timeout=timeout)
+    urps, offline = [], []
+    for name, topic in metadata.topics.items():
+        for pid, part in topic.partitions.items():
+            if part.leader < 0:
+                offline.append((name, pid))
+            elif len(part.isrs) < len(part.replicas):
+                urps.append((name, pid))
+    return Health(
+        brokers=frozenset(metadata.brokers),
+        under_replicated=tuple(sorted(urps)),
+        offline=tuple(sorted(offline)),
+        topics=frozenset(metadata.topics),
+    )
+
+
+def wait_healthy(
+    bootstrap: str,
+    expected_brokers: set[int],
+    timeout: float,
+    progress: Callable[[str], None] | None = None,
+) -> Health:
+    """Wait until every expected broker is registered and no partition is under-replicated."""
+    admin = admin_client(bootstrap)
+    deadline = time.monotonic() + timeout
+    last: Health | None = None
+    last_report = 0.0
+    while time.monotonic() < deadline:
+        try:
+            last = health(admin, timeout=min(5.0, max(0.5, deadline - time.monotonic())))
+        except KafkaException:
+            last = None
+        if last is not None and last.healthy(expected_brokers):
+            return last
+        if progress and time.monotonic() - last_report > 5:
+            progress("waiting: " + (last.describe(expected_brokers) if last else "no metadata"))
+            last_report = time.monotonic()
+        time.sleep(0.2)
+    state = last.describe(expected_brokers) if last else "no metadata answer"
+    raise ClusterNotReady(f"cluster not healthy after {timeout:.0f}s: {state}")
+
+
+def probe_internal_topics(bootstrap: str, replication_factor: int, timeout: float) -> None:
+    """Make `__transaction_state` and `__consumer_offsets` exist and prove both usable.
+
+    Runs one committed transaction and one group offset commit; the brokers create each
+    internal topic on first use.
+    """
+    admin = admin_client(bootstrap)
+    futures = admin.create_topics(
+        [NewTopic(READINESS_TOPIC, num_partitions=1, replication_factor=replication_factor)]
+    )
+    for future in futures.values():
+        try:
+            future.result(timeout)
+        except KafkaException as exc:
+            if "TOPIC_ALREADY_EXISTS" not in str(exc):
+                raise
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "transactional.id": "eoschaos-readiness",
+            "transaction.timeout.ms": 60000,
+            "log_level": 0,  # "Coordinator load in progress: retrying" is expected here
+        }
+    )
+    producer.init_transactions(timeout)
+    producer.begin_transaction()
+    producer.produce(READINESS_TOPIC, value=b"ready")
+    producer.commit_transaction(timeout)
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "eoschaos-readiness",
+            "enable.auto.commit": False,
+            **QUIET,
+        }
+    )
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                consumer.commit(offsets=[TopicPartition(READINESS_TOPIC, 0, 1)], asynchronous=False)
+                return
+            except KafkaException:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+    finally:
+        consumer.close()
+
+
+def partition_leader(bootstrap: str, topic: str, partition: int) -> int:
+    metadata = admin_client(bootstrap).list_topics(topic=topic, timeout=10)
+    part = metadata.topics[topic].partitions.get(partition)
+    if part is None or part.leader < 0:
+        raise ClusterNotReady(f"{topic}/{partition} has no leader")
+    return part.leader
+
+
+def java_string_hash(text: str) -> int:
+    """Java's String.hashCode (over UTF-16 code units), as a signed 32-bit int."""
+    value = 0
+    data = text.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        value = (31 * value + int.from_bytes(data[i : i + 2], "big")) & 0xFFFFFFFF
+    return value - (1 << 32) if value >= (1 << 31) else value
+
+
+def coordinator_partition(key: str, partitions: int) -> int:
+    """The internal-topic partition Kafka assigns a transactional.id or group id to.
+
+    Kafka uses Utils.abs(key.hashCode()) % partitions, where Utils.abs maps MIN_VALUE to 0.
+    """
+    value = java_string_hash(key)
+    return (0 if value == -(1 << 31) else abs(value)) % partitions
+
+
+def _coordinator(bootstrap: str, internal_topic: str, key: str) -> int:
+    metadata = admin_client(bootstrap).list_topics(topic=internal_topic, timeout=10)
+    topic = metadata.topics.get(internal_topic)
+    if topic is None or not topic.partitions or topic.error is not None:
+        raise ClusterNotReady(f"{internal_topic} does not exist yet")
+    return partition_leader(
+        bootstrap, internal_topic, coordinator_partition(key, len(topic.partitions))
+    )
+
+
+def transaction_coordinator(bootstrap: str, transactional_id: str) -> int:
+    return _coordinator(bootstrap, TRANSACTION_STATE_TOPIC, transactional_id)
+
+
+def group_coordinator(bootstrap: str, group_id: str) -> int:
+    return _coordinator(bootstrap, CONSUMER_OFFSETS_TOPIC, group_id)
+
+
+def run_tool(dist: KafkaDistribution, main_class: str, args: list[str], timeout: float = 60) -> str:
+    """Run one of Kafka's command-line tools and return its stdout."""
+    cmd = [
+        java_binary(),
+        "-Xmx256m",
+        "-XX:TieredStopAtLevel=1",
+        "-XX:+UseSerialGC",
+        *dist.logging_args(Path("/tmp"), tool=True),
+        "-cp",
+        dist.classpath,
+        main_class,
+        *args,
+    ]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{main_class} {' '.join(args)} failed: {proc.stderr.strip()[-500:]}")
+    return proc.stdout
+
+
+def finalized_features(dist: KafkaDistribution, bootstrap: str) -> dict[str, str]:
+    """Finalized feature levels, e.g. {'metadata.version': '4.3-IV0', 'transaction.version': '2'}.
+
+    A feature the cluster does not finalize (transaction.version before 3.9) reads as '0'.
+    """
+    out = run_tool(
+        dist, "org.apache.kafka.tools.FeatureCommand", ["--bootstrap-server", bootstrap, "describe"]
+    )
+    features = {
+        m.group(1): m.group(2)
+        for m in re.finditer(r"Feature:\s*(\S+).*?FinalizedVersionLevel:\s*(\S+)", out)
+    }
+    features.setdefault("transaction.version", "0")
+    return features
+
+
+def active_controller(dist: KafkaDistribution, bootstrap: str) -> int:
+    """The node id of the active KRaft controller (the Raft leader)."""
+    out = run_tool(
+        dist,
+        "org.apache.kafka.tools.MetadataQuorumCommand",
+        ["--bootstrap-server", bootstrap, "describe", "--status"],
+    )
+    match = re.search(r"LeaderId:\s*(\d+)", out)
+    if not match:
+        raise ClusterNotReady(f"no quorum leader in: {out.strip()[:200]}")
+    return int(match.group(1))

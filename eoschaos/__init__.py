@@ -1,0 +1,1 @@
+"""eoschaos: the command line that ties clusters, workloads, chaos, checkers and reports."""

@@ -1,0 +1,1 @@
+"""HTML reports rendered from a verdict. A report never recomputes a verdict."""

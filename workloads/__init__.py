@@ -1,0 +1,1 @@
+"""Clients that drive pipelines against a cluster and record what they did."""
