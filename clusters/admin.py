@@ -150,12 +150,22 @@ def probe_internal_topics(bootstrap: str, replication_factor: int, timeout: floa
         consumer.close()
 
 
-def partition_leader(bootstrap: str, topic: str, partition: int) -> int:
-    metadata = admin_client(bootstrap).list_topics(topic=topic, timeout=10)
-    part = metadata.topics[topic].partitions.get(partition)
-    if part is None or part.leader < 0:
-        raise ClusterNotReady(f"{topic}/{partition} has no leader")
-    return part.leader
+def partition_leader(bootstrap: str, topic: str, partition: int, timeout: float = 15.0) -> int:
+    """The leader's node id; waits out the moment after creation when metadata has none."""
+    client = admin_client(bootstrap)
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            metadata = client.list_topics(topic=topic, timeout=5)
+            described = metadata.topics.get(topic)
+            part = described.partitions.get(partition) if described else None
+            if part is not None and part.leader >= 0:
+                return part.leader
+        except KafkaException:
+            pass
+        if time.monotonic() > deadline:
+            raise ClusterNotReady(f"{topic}/{partition} has no leader after {timeout:.0f}s")
+        time.sleep(0.2)
 
 
 def java_string_hash(text: str) -> int:

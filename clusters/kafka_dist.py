@@ -21,6 +21,7 @@ DEFAULT_KAFKA_VERSION = "4.3.1"
 LATEST_3X_VERSION = "3.9.2"
 _VERSION_RE = re.compile(r"^(\d+)\.(\d+)\.(\d+)$")
 _LOG_CONFIGS = Path(__file__).parent / "log_configs"
+_MVN_FLAGS = ["-B", "-q"]
 
 _POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
   <modelVersion>4.0.0</modelVersion>
@@ -221,13 +222,18 @@ def _run_maven(cmd: list[str], version: str) -> None:
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode == 0:
         return
-    output = proc.stdout + proc.stderr
-    if re.search(r"Could not find artifact org\.apache\.kafka:", output):
+    output = re.sub(r"\x1b\[[0-9;]*m", "", proc.stdout + proc.stderr)  # Maven colours even in -B
+    if re.search(
+        r"Could not find artifact org\.apache\.kafka:|org\.apache\.kafka:\S+ was not found", output
+    ):
         raise EoschaosError(
             f"Kafka {version} is not on Maven Central; use a released version such as "
             f"{DEFAULT_KAFKA_VERSION} or {LATEST_3X_VERSION}"
         )
-    if re.search(r"Could not transfer|UnknownHost|Connection refused|timed out|Network is", output):
+    unreachable = (
+        r"Could not transfer|UnknownHost|Connection refused|timed out|Network is|No plugin"
+    )
+    if re.search(unreachable, output):
         raise EoschaosError(
             f"Maven Central is unreachable while resolving Kafka {version}; check the network "
             "or the mirror/proxy in ~/.m2/settings.xml, or point KAFKA_HOME at a Kafka install"

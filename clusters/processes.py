@@ -16,6 +16,8 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+HISTORY_FILE = "history.jsonl"  # append-only; PID files (*.json) list only the live ones
+
 
 @dataclass(frozen=True)
 class ManagedProcess:
@@ -77,10 +79,21 @@ def spawn(
         cmd=cmd,
         log=str(log_path),
     )
+    record = json.dumps(asdict(managed))
     tmp = pid_dir / f".{name}.json.tmp"
-    tmp.write_text(json.dumps(asdict(managed)))
+    tmp.write_text(record)
     tmp.rename(pid_dir / f"{name}.json")
+    with open(pid_dir / HISTORY_FILE, "a") as history:
+        history.write(record + "\n")
     return popen, managed
+
+
+def read_history(pid_dir: Path) -> list[ManagedProcess]:
+    """Every process ever started for this run dir, including restarted and stopped ones."""
+    path = pid_dir / HISTORY_FILE
+    if not path.exists():
+        return []
+    return [ManagedProcess(**json.loads(line)) for line in path.read_text().splitlines() if line]
 
 
 def read_pid_files(pid_dir: Path) -> list[ManagedProcess]:

@@ -1,0 +1,67 @@
+"""Shared fixtures: one real cluster per Kafka version, healed after every test.
+
+At the end of the session every process any test started (read from each run dir's
+append-only PID history) must be dead; a survivor fails the session and is killed.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from clusters import kafka_dist, processes, toxiproxy
+from clusters.broker_config import ClusterSpec
+from clusters.process_backend import ProcessCluster
+
+RUN_DIRS: list[Path] = []  # every run dir a test made; checked for survivors at session end
+
+KAFKA_VERSIONS = os.environ.get(
+    "EOSCHAOS_TEST_KAFKA_VERSIONS",
+    f"{kafka_dist.DEFAULT_KAFKA_VERSION},{kafka_dist.LATEST_3X_VERSION}",
+).split(",")
+
+
+@pytest.fixture(scope="session", params=KAFKA_VERSIONS)
+def session_cluster(request, tmp_path_factory) -> Iterator[ProcessCluster]:
+    dist = kafka_dist.resolve(request.param)
+    run_dir = tmp_path_factory.mktemp(f"cluster-{dist.version}")
+    RUN_DIRS.append(run_dir)
+    cluster = ProcessCluster(run_dir, ClusterSpec(brokers=3), dist, toxiproxy.server_binary())
+    with cluster:
+        yield cluster
+
+
+@pytest.fixture
+def cluster(session_cluster: ProcessCluster) -> Iterator[ProcessCluster]:
+    """The session's cluster, put back to full health after the test whatever it broke."""
+    yield session_cluster
+    session_cluster.heal_network()
+    for node_id in session_cluster.spec.node_ids:
+        if session_cluster.node_alive(node_id):
+            session_cluster.resume_node(node_id)
+        else:
+            session_cluster.start_node(node_id)
+    session_cluster.wait_healthy(timeout=120)
+
+
+@pytest.fixture
+def run_dir(tmp_path: Path) -> Path:
+    """A not-yet-existing run dir for a CLI test, registered for the survivor check."""
+    path = tmp_path / "run"
+    RUN_DIRS.append(path)
+    return path
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    started = [p for d in RUN_DIRS for p in processes.read_history(d / "pids")]
+    survivors = [p for p in started if p.alive()]
+    for proc in survivors:
+        processes.signal_group(proc, signal.SIGKILL)
+    if survivors:
+        names = ", ".join(f"{p.name} (pid {p.pid})" for p in survivors)
+        session.config.get_terminal_writer().line(f"processes left running by tests: {names}")
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

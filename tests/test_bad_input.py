@@ -1,0 +1,126 @@
+"""Bad input and missing prerequisites: one line naming problem and fix, exit 2, nothing left."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from clusters import kafka_dist, processes
+from clusters.ports import layout
+
+
+def eoschaos(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "eoschaos.cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+
+
+def assert_clear_error(result: subprocess.CompletedProcess[str], *phrases: str) -> None:
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("eoschaos: error: ")
+    for phrase in phrases:
+        assert phrase in lines[0]
+
+
+def private_cache(tmp_path: Path, *shared: str) -> dict[str, str]:
+    """An environment whose eoschaos cache holds only the `shared` entries of the real one."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    for entry in shared:
+        (cache / entry).symlink_to(kafka_dist.cache_root() / entry)
+    return dict(os.environ, EOSCHAOS_CACHE=str(cache))
+
+
+def without_tools(env: dict[str, str]) -> dict[str, str]:
+    """PATH with only this Python's bin dir: no java, mvn or go."""
+    reduced = dict(env, PATH=str(Path(sys.executable).parent))
+    reduced.pop("JAVA_HOME", None)
+    return reduced
+
+
+@pytest.mark.parametrize(
+    ("version", "phrase"),
+    [("2.8.0", "not supported"), ("3.8.1", "not supported"), ("four", "not a Kafka version")],
+)
+def test_unsupported_or_malformed_kafka_version_is_refused(version, phrase):
+    assert_clear_error(
+        eoschaos("cluster", "up", "--kafka-version", version), phrase, "--kafka-version"
+    )
+
+
+def test_kafka_version_missing_from_maven_central_is_named(tmp_path):
+    result = eoschaos("install", "--kafka-version", "4.9.9", env=private_cache(tmp_path))
+    assert_clear_error(result, "Kafka 4.9.9 is not on Maven Central")
+
+
+def test_unreachable_maven_registry_is_named(tmp_path):
+    home = tmp_path / "home"
+    (home / ".m2").mkdir(parents=True)
+    (home / ".m2" / "settings.xml").write_text(
+        "<settings><mirrors><mirror><id>down</id><mirrorOf>*</mirrorOf>"
+        "<url>http://127.0.0.1:9/</url></mirror></mirrors></settings>"
+    )
+    env = dict(private_cache(tmp_path), MAVEN_OPTS=f"-Duser.home={home}")
+    assert_clear_error(eoschaos("install", env=env), "Maven Central is unreachable")
+
+
+def test_missing_maven_is_named_with_the_fix(tmp_path):
+    env = without_tools(private_cache(tmp_path, "toxiproxy"))
+    assert_clear_error(eoschaos("install", env=env), "'mvn' was not found", "apt-get install")
+
+
+def test_missing_go_is_named_with_the_fix(tmp_path):
+    env = without_tools(private_cache(tmp_path, "kafka"))
+    assert_clear_error(eoschaos("install", env=env), "'go' was not found")
+
+
+def test_missing_java_is_named_and_nothing_starts(tmp_path):
+    run_dir = tmp_path / "run"
+    env = without_tools(private_cache(tmp_path, "kafka", "toxiproxy"))
+    result = eoschaos("cluster", "up", "--run-dir", str(run_dir), env=env)
+    assert_clear_error(result, "'java' was not found")
+    assert processes.read_history(run_dir / "pids") == []
+
+
+def test_kafka_home_that_is_not_a_distribution_is_refused(tmp_path):
+    env = dict(os.environ, KAFKA_HOME=str(tmp_path))
+    assert_clear_error(eoschaos("cluster", "up", env=env), "is not a Kafka distribution")
+
+
+def test_port_in_use_is_named_and_nothing_starts(tmp_path):
+    base = 47000
+    busy_port = layout(base, [1, 2, 3]).nodes[2].real["client"]
+    run_dir = tmp_path / "run"
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", busy_port))
+        holder.listen()
+        result = eoschaos("cluster", "up", "--base-port", str(base), "--run-dir", str(run_dir))
+    assert_clear_error(result, f"port {busy_port}", "--base-port")
+    assert processes.read_history(run_dir / "pids") == []
+
+
+def test_non_empty_run_dir_is_refused_and_left_untouched(tmp_path):
+    (tmp_path / "history.jsonl").write_text("precious\n")
+    assert_clear_error(eoschaos("cluster", "up", "--run-dir", str(tmp_path)), "not empty")
+    assert (tmp_path / "history.jsonl").read_text() == "precious\n"
+
+
+@pytest.mark.parametrize("command", [["cluster", "down"], ["cleanup"]])
+def test_a_directory_that_is_not_a_run_dir_is_refused(tmp_path, command):
+    assert_clear_error(eoschaos(*command, str(tmp_path)), "not an eoschaos run directory")
+
+
+def test_zero_brokers_is_a_usage_error():
+    assert_clear_error(eoschaos("cluster", "up", "--brokers", "0"), "--brokers")
