@@ -100,6 +100,29 @@ def wait_healthy(
     raise ClusterNotReady(f"cluster not healthy after {timeout:.0f}s: {state}")
 
 
+def wait_answers_for_itself(endpoint: str, node_id: int, timeout: float) -> None:
+    """Wait until the node behind `endpoint` serves metadata that lists itself.
+
+    Right after a kill -9, cluster metadata still shows the dead broker and full ISRs until its
+    session times out, so "all brokers registered" from the cluster's view proves nothing about
+    a restarted node. A node answers on its client listener only once it has re-registered and
+    caught up with the metadata log.
+    """
+    client = admin_client(endpoint)
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if node_id in client.list_topics(timeout=2).brokers:
+                return
+        except KafkaException:
+            pass
+        if time.monotonic() > deadline:
+            raise ClusterNotReady(
+                f"node {node_id} does not answer at {endpoint} after {timeout:.0f}s"
+            )
+        time.sleep(0.1)
+
+
 def probe_internal_topics(bootstrap: str, replication_factor: int, timeout: float) -> None:
     """Make `__transaction_state` and `__consumer_offsets` exist and prove both usable.
 

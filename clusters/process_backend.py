@@ -71,6 +71,17 @@ class ClusterInfo:
     features: dict[str, str] = field(default_factory=dict)
 
 
+def new_cluster_id() -> str:
+    """A random KRaft cluster id, never starting with '-' (the storage tool would read an option).
+
+    Kafka's own Uuid.randomUuid() retries for the same reason.
+    """
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
+
+
 def is_run_dir(path: Path) -> bool:
     return (path / CLUSTER_FILE).is_file() or (path / "pids").is_dir()
 
@@ -151,9 +162,11 @@ class ProcessCluster:
         toxiproxy_bin: Path,
         progress: Callable[[str], None] = progress_to_stderr,
         extra_jvm_args: list[str] | None = None,
+        class_sharing: bool = True,
     ) -> None:
         self.run_dir = run_dir.resolve()
         self.extra_jvm_args = extra_jvm_args or []
+        self.class_sharing = class_sharing
         self.spec = spec
         self.dist = dist
         self.toxiproxy_bin = toxiproxy_bin
@@ -212,7 +225,7 @@ class ProcessCluster:
         assert self.plan is not None
         self._start_toxiproxy()
         self._create_proxies()
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        cluster_id = new_cluster_id()
         for node_id in self.spec.node_ids:
             self._write_node_config(node_id)
         self._say(
@@ -330,7 +343,8 @@ class ProcessCluster:
         logs = self.node_dir(node_id) / "logs"
         if broker:
             archive = class_archive(self.dist)
-            sharing = [f"-XX:SharedArchiveFile={archive}"] if archive.exists() else []
+            use = self.class_sharing and archive.exists()
+            sharing = [f"-XX:SharedArchiveFile={archive}"] if use else []
             jvm = [*_BROKER_JVM, *sharing, *self.extra_jvm_args]
         else:
             jvm = ["-Xmx256m", "-XX:TieredStopAtLevel=1"]  # a short-lived tool
@@ -422,8 +436,14 @@ class ProcessCluster:
         self.start_node(node_id)
 
     def wait_healthy(self, timeout: float = 60.0) -> admin.Health:
-        """Block until all brokers are registered and no partition is under-replicated."""
-        return admin.wait_healthy(self.bootstrap, set(self.spec.node_ids), timeout, self._say)
+        """Block until every node answers for itself, and no partition is under-replicated."""
+        assert self.plan is not None
+        deadline = time.monotonic() + timeout
+        for node_id, ports in self.plan.nodes.items():
+            endpoint = f"127.0.0.1:{ports.proxy['client']}"
+            admin.wait_answers_for_itself(endpoint, node_id, max(1.0, deadline - time.monotonic()))
+        remaining = max(1.0, deadline - time.monotonic())
+        return admin.wait_healthy(self.bootstrap, set(self.spec.node_ids), remaining, self._say)
 
     # ----------------------------------------------------------------- network
 

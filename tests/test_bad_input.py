@@ -104,6 +104,7 @@ def test_port_in_use_is_named_and_nothing_starts(tmp_path):
     busy_port = layout(base, [1, 2, 3]).nodes[2].real["client"]
     run_dir = tmp_path / "run"
     with socket.socket() as holder:
+        holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         holder.bind(("127.0.0.1", busy_port))
         holder.listen()
         result = eoschaos("cluster", "up", "--base-port", str(base), "--run-dir", str(run_dir))

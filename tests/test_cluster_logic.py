@@ -15,6 +15,7 @@ from clusters import kafka_dist, processes
 from clusters.admin import coordinator_partition, java_string_hash
 from clusters.broker_config import ClusterSpec, broker_properties
 from clusters.ports import layout, plan_ports
+from clusters.process_backend import new_cluster_id
 from eoschaos.errors import EoschaosError
 
 
@@ -27,6 +28,7 @@ def test_port_layout_gives_every_listener_and_proxy_its_own_port():
 def test_explicit_base_port_with_a_busy_port_names_that_port():
     plan = layout(41000, [1, 2, 3])
     with socket.socket() as holder:
+        holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         holder.bind(("127.0.0.1", plan.nodes[3].proxy["internal"]))
         holder.listen()
         with pytest.raises(EoschaosError, match=str(plan.nodes[3].proxy["internal"])):
@@ -36,6 +38,7 @@ def test_explicit_base_port_with_a_busy_port_names_that_port():
 def test_automatic_port_plan_skips_a_block_with_a_busy_port():
     first_free = plan_ports([1, 2, 3], None).toxiproxy_api
     with socket.socket() as holder:
+        holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         holder.bind(("127.0.0.1", first_free + 13))
         holder.listen()
         assert plan_ports([1, 2, 3], None).toxiproxy_api != first_free
@@ -159,3 +162,8 @@ def test_terminate_stops_a_paused_process(tmp_path):
     processes.signal_group(proc, signal.SIGSTOP)
     assert processes.terminate(proc, timeout=10, popen=popen) is True
     assert not proc.alive()
+
+
+def test_cluster_ids_never_start_with_a_dash():
+    ids = [new_cluster_id() for _ in range(2000)]  # about 1 in 64 raw ids starts with '-'
+    assert all(len(i) == 22 and not i.startswith("-") for i in ids)

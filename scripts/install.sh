@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Install everything eoschaos needs: a virtualenv in .venv with the Python packages, then
+# (through `eoschaos install`) Kafka jars from Maven Central and Toxiproxy built with Go, cached
+# under ~/.cache/eoschaos. Idempotent; with warm caches it takes a few seconds.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+die() { echo "install: error: $*" >&2; exit 2; }
+
+command -v python3 >/dev/null || die "python3 not found; install Python 3.11+"
+python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
+  || die "Python 3.11+ is needed, found $(python3 --version 2>&1); install a newer python3"
+
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv || die "could not create .venv; install the venv module (apt-get install python3-venv)"
+fi
+stamp=.venv/.eoschaos-deps
+wanted=$(sha256sum pyproject.toml | cut -c1-16)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$wanted" ]; then
+  echo "install: Python packages (pyspark is large: about a minute the first time)" >&2
+  .venv/bin/pip install --quiet --disable-pip-version-check -e '.[dev]' \
+    || die "pip install failed; check that PyPI is reachable"
+  echo "$wanted" > "$stamp"
+fi
+.venv/bin/eoschaos install --kafka-version 4.3.1 --kafka-version 3.9.2 >&2
