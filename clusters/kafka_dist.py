@@ -172,34 +172,14 @@ def _resolve_with_maven(version: str, target: Path) -> None:
     staging = target / "staging"
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
-    (target / "pom.xml").write_text(_POM.format(version=version))
-    _run_maven(
-        [
-            mvn,
-            "-B",
-            "-q",
-            "-f",
-            str(target / "pom.xml"),
-            "dependency:copy-dependencies",
-            f"-DoutputDirectory={staging}",
-        ],
-        version,
-    )
+    pom = target / "pom.xml"
+    pom.write_text(_POM.format(version=version))
+    out = f"-DoutputDirectory={staging}"
+    _run_maven([mvn, *_MVN_FLAGS, "-f", str(pom), "dependency:copy-dependencies", out], version)
     binding = _missing_slf4j_binding(staging)
     if binding:
-        _run_maven(
-            [
-                mvn,
-                "-B",
-                "-q",
-                "-f",
-                str(target / "pom.xml"),
-                "dependency:copy",
-                f"-Dartifact={binding}",
-                f"-DoutputDirectory={staging}",
-            ],
-            version,
-        )
+        artifact = f"-Dartifact={binding}"
+        _run_maven([mvn, *_MVN_FLAGS, "-f", str(pom), "dependency:copy", artifact, out], version)
     shutil.rmtree(target / "libs", ignore_errors=True)
     staging.rename(target / "libs")
     (target / ".complete").write_text(version + "\n")

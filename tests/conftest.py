@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Iterator
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -46,6 +48,23 @@ def cluster(session_cluster: ProcessCluster) -> Iterator[ProcessCluster]:
         else:
             session_cluster.start_node(node_id)
     session_cluster.wait_healthy(timeout=120)
+
+
+def run_eoschaos(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "eoschaos.cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+
+
+@pytest.fixture
+def eoschaos() -> Callable[..., subprocess.CompletedProcess[str]]:
+    """Run the `eoschaos` command line as a user would, in a child process."""
+    return run_eoschaos
 
 
 @pytest.fixture

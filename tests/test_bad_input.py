@@ -14,17 +14,6 @@ from clusters import kafka_dist, processes
 from clusters.ports import layout
 
 
-def eoschaos(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "eoschaos.cli", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        check=False,
-    )
-
-
 def assert_clear_error(result: subprocess.CompletedProcess[str], *phrases: str) -> None:
     assert result.returncode == 2, result.stderr
     lines = result.stderr.strip().splitlines()
@@ -54,18 +43,18 @@ def without_tools(env: dict[str, str]) -> dict[str, str]:
     ("version", "phrase"),
     [("2.8.0", "not supported"), ("3.8.1", "not supported"), ("four", "not a Kafka version")],
 )
-def test_unsupported_or_malformed_kafka_version_is_refused(version, phrase):
+def test_unsupported_or_malformed_kafka_version_is_refused(version, phrase, eoschaos):
     assert_clear_error(
         eoschaos("cluster", "up", "--kafka-version", version), phrase, "--kafka-version"
     )
 
 
-def test_kafka_version_missing_from_maven_central_is_named(tmp_path):
+def test_kafka_version_missing_from_maven_central_is_named(tmp_path, eoschaos):
     result = eoschaos("install", "--kafka-version", "4.9.9", env=private_cache(tmp_path))
     assert_clear_error(result, "Kafka 4.9.9 is not on Maven Central")
 
 
-def test_unreachable_maven_registry_is_named(tmp_path):
+def test_unreachable_maven_registry_is_named(tmp_path, eoschaos):
     home = tmp_path / "home"
     (home / ".m2").mkdir(parents=True)
     (home / ".m2" / "settings.xml").write_text(
@@ -76,17 +65,17 @@ def test_unreachable_maven_registry_is_named(tmp_path):
     assert_clear_error(eoschaos("install", env=env), "Maven Central is unreachable")
 
 
-def test_missing_maven_is_named_with_the_fix(tmp_path):
+def test_missing_maven_is_named_with_the_fix(tmp_path, eoschaos):
     env = without_tools(private_cache(tmp_path, "toxiproxy"))
     assert_clear_error(eoschaos("install", env=env), "'mvn' was not found", "apt-get install")
 
 
-def test_missing_go_is_named_with_the_fix(tmp_path):
+def test_missing_go_is_named_with_the_fix(tmp_path, eoschaos):
     env = without_tools(private_cache(tmp_path, "kafka"))
     assert_clear_error(eoschaos("install", env=env), "'go' was not found")
 
 
-def test_missing_java_is_named_and_nothing_starts(tmp_path):
+def test_missing_java_is_named_and_nothing_starts(tmp_path, eoschaos):
     run_dir = tmp_path / "run"
     env = without_tools(private_cache(tmp_path, "kafka", "toxiproxy"))
     result = eoschaos("cluster", "up", "--run-dir", str(run_dir), env=env)
@@ -94,12 +83,12 @@ def test_missing_java_is_named_and_nothing_starts(tmp_path):
     assert processes.read_history(run_dir / "pids") == []
 
 
-def test_kafka_home_that_is_not_a_distribution_is_refused(tmp_path):
+def test_kafka_home_that_is_not_a_distribution_is_refused(tmp_path, eoschaos):
     env = dict(os.environ, KAFKA_HOME=str(tmp_path))
     assert_clear_error(eoschaos("cluster", "up", env=env), "is not a Kafka distribution")
 
 
-def test_port_in_use_is_named_and_nothing_starts(tmp_path):
+def test_port_in_use_is_named_and_nothing_starts(tmp_path, eoschaos):
     base = 47000
     busy_port = layout(base, [1, 2, 3]).nodes[2].real["client"]
     run_dir = tmp_path / "run"
@@ -112,16 +101,16 @@ def test_port_in_use_is_named_and_nothing_starts(tmp_path):
     assert processes.read_history(run_dir / "pids") == []
 
 
-def test_non_empty_run_dir_is_refused_and_left_untouched(tmp_path):
+def test_non_empty_run_dir_is_refused_and_left_untouched(tmp_path, eoschaos):
     (tmp_path / "history.jsonl").write_text("precious\n")
     assert_clear_error(eoschaos("cluster", "up", "--run-dir", str(tmp_path)), "not empty")
     assert (tmp_path / "history.jsonl").read_text() == "precious\n"
 
 
 @pytest.mark.parametrize("command", [["cluster", "down"], ["cleanup"]])
-def test_a_directory_that_is_not_a_run_dir_is_refused(tmp_path, command):
+def test_a_directory_that_is_not_a_run_dir_is_refused(tmp_path, command, eoschaos):
     assert_clear_error(eoschaos(*command, str(tmp_path)), "not an eoschaos run directory")
 
 
-def test_zero_brokers_is_a_usage_error():
+def test_zero_brokers_is_a_usage_error(eoschaos):
     assert_clear_error(eoschaos("cluster", "up", "--brokers", "0"), "--brokers")

@@ -16,22 +16,11 @@ from clusters import kafka_dist, processes
 pytestmark = pytest.mark.cluster
 
 
-def eoschaos(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "eoschaos.cli", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        check=False,
-    )
-
-
 def started(run_dir: Path) -> list[processes.ManagedProcess]:
     return processes.read_history(run_dir / "pids")
 
 
-def test_cluster_up_prints_its_json_and_leaves_it_running_until_cluster_down(run_dir):
+def test_cluster_up_prints_its_json_and_leaves_it_running_until_cluster_down(run_dir, eoschaos):
     up = eoschaos("cluster", "up", "--run-dir", str(run_dir))
     assert up.returncode == 0, up.stderr
     info = json.loads(up.stdout)
@@ -68,7 +57,7 @@ def test_ctrl_c_while_starting_stops_everything_already_started(run_dir):
     assert not any(p.alive() for p in started(run_dir))
 
 
-def test_cleanup_without_arguments_stops_runs_that_were_never_stopped(run_dir, tmp_path):
+def test_cleanup_without_arguments_stops_runs_that_were_never_stopped(run_dir, tmp_path, eoschaos):
     private_cache = tmp_path / "cache"
     private_cache.mkdir()
     for entry in ("kafka", "toxiproxy"):  # reuse the downloads, keep the run registry private
