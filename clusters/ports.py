@@ -16,7 +16,9 @@ from eoschaos.errors import EoschaosError
 Link = Literal["client", "internal", "controller"]
 LINKS: tuple[Link, ...] = ("client", "internal", "controller")
 _PORTS_PER_NODE = 10
-_AUTO_BASE_RANGE = range(20000, 60000, 200)
+# Below Linux's ephemeral range (32768-60999 by default): a port there can be taken by any
+# outgoing connection between the check and the JVM's bind.
+_AUTO_BASE_RANGE = range(20000, 32000, 200)
 
 
 @dataclass(frozen=True)
@@ -84,4 +86,4 @@ def plan_ports(node_ids: list[int], base: int | None) -> PortPlan:
         plan = layout(candidate, node_ids)
         if not any(port_in_use(p) for p in plan.all_ports()):
             return plan
-    raise EoschaosError("no free block of ports on 127.0.0.1 in 20000-60000; pass --base-port")
+    raise EoschaosError("no free block of ports on 127.0.0.1 in 20000-32000; pass --base-port")
