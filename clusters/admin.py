@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -22,6 +23,7 @@ from clusters.kafka_dist import KafkaDistribution, java_binary
 READINESS_TOPIC = "eoschaos-readiness"
 TRANSACTION_STATE_TOPIC = "__transaction_state"
 CONSUMER_OFFSETS_TOPIC = "__consumer_offsets"
+T = TypeVar("T")
 
 
 class ClusterNotReady(RuntimeError):
@@ -100,6 +102,21 @@ def wait_healthy(
     raise ClusterNotReady(f"cluster not healthy after {timeout:.0f}s: {state}")
 
 
+def _poll(attempt: Callable[[], T | None], timeout: float, interval: float, failure: str) -> T:
+    """Call `attempt` until it returns a value; a KafkaException counts as "not yet"."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            result = attempt()
+            if result is not None:
+                return result
+        except KafkaException:
+            pass
+        if time.monotonic() > deadline:
+            raise ClusterNotReady(f"{failure} after {timeout:.0f}s")
+        time.sleep(interval)
+
+
 def wait_answers_for_itself(endpoint: str, node_id: int, timeout: float) -> None:
     """Wait until the node behind `endpoint` serves metadata that lists itself.
 
@@ -109,18 +126,12 @@ def wait_answers_for_itself(endpoint: str, node_id: int, timeout: float) -> None
     caught up with the metadata log.
     """
     client = admin_client(endpoint)
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            if node_id in client.list_topics(timeout=2).brokers:
-                return
-        except KafkaException:
-            pass
-        if time.monotonic() > deadline:
-            raise ClusterNotReady(
-                f"node {node_id} does not answer at {endpoint} after {timeout:.0f}s"
-            )
-        time.sleep(0.1)
+    _poll(
+        lambda: True if node_id in client.list_topics(timeout=2).brokers else None,
+        timeout,
+        0.1,
+        f"node {node_id} does not answer at {endpoint}",
+    )
 
 
 def probe_internal_topics(bootstrap: str, replication_factor: int, timeout: float) -> None:
@@ -176,19 +187,13 @@ def probe_internal_topics(bootstrap: str, replication_factor: int, timeout: floa
 def partition_leader(bootstrap: str, topic: str, partition: int, timeout: float = 15.0) -> int:
     """The leader's node id; waits out the moment after creation when metadata has none."""
     client = admin_client(bootstrap)
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            metadata = client.list_topics(topic=topic, timeout=5)
-            described = metadata.topics.get(topic)
-            part = described.partitions.get(partition) if described else None
-            if part is not None and part.leader >= 0:
-                return part.leader
-        except KafkaException:
-            pass
-        if time.monotonic() > deadline:
-            raise ClusterNotReady(f"{topic}/{partition} has no leader after {timeout:.0f}s")
-        time.sleep(0.2)
+
+    def leader() -> int | None:
+        described = client.list_topics(topic=topic, timeout=5).topics.get(topic)
+        part = described.partitions.get(partition) if described else None
+        return part.leader if part is not None and part.leader >= 0 else None
+
+    return _poll(leader, timeout, 0.2, f"{topic}/{partition} has no leader")
 
 
 def java_string_hash(text: str) -> int:

@@ -195,7 +195,12 @@ class ProcessCluster:
     @property
     def bootstrap(self) -> str:
         assert self.plan is not None
-        return ",".join(f"127.0.0.1:{n.proxy['client']}" for n in self.plan.nodes.values())
+        return ",".join(self.client_address(node_id) for node_id in self.plan.nodes)
+
+    def client_address(self, node_id: int) -> str:
+        """The proxy address through which clients reach node `node_id` (and only it)."""
+        assert self.plan is not None
+        return f"127.0.0.1:{self.plan.nodes[node_id].proxy['client']}"
 
     @property
     def toxiproxy(self) -> ToxiproxyAPI:
@@ -439,9 +444,9 @@ class ProcessCluster:
         """Block until every node answers for itself, and no partition is under-replicated."""
         assert self.plan is not None
         deadline = time.monotonic() + timeout
-        for node_id, ports in self.plan.nodes.items():
-            endpoint = f"127.0.0.1:{ports.proxy['client']}"
-            admin.wait_answers_for_itself(endpoint, node_id, max(1.0, deadline - time.monotonic()))
+        for node_id in self.plan.nodes:
+            remaining = max(1.0, deadline - time.monotonic())
+            admin.wait_answers_for_itself(self.client_address(node_id), node_id, remaining)
         remaining = max(1.0, deadline - time.monotonic())
         return admin.wait_healthy(self.bootstrap, set(self.spec.node_ids), remaining, self._say)
 

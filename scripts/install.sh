@@ -22,4 +22,7 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$wanted" ]; then
     || die "pip install failed; check that PyPI is reachable"
   echo "$wanted" > "$stamp"
 fi
-.venv/bin/eoschaos install --kafka-version 4.3.1 --kafka-version 3.9.2 >&2
+# The versions the tests run: the default and the last 3.x, as clusters/kafka_dist.py names them.
+read -r current last3x < <(.venv/bin/python -c \
+  'from clusters.kafka_dist import DEFAULT_KAFKA_VERSION as d, LATEST_3X_VERSION as l; print(d, l)')
+.venv/bin/eoschaos install --kafka-version "$current" --kafka-version "$last3x" >&2

@@ -68,6 +68,24 @@ def eoschaos() -> Callable[..., subprocess.CompletedProcess[str]]:
 
 
 @pytest.fixture
+def private_cache(tmp_path: Path) -> Callable[..., dict[str, str]]:
+    """An environment whose eoschaos cache holds only the given entries of the real one.
+
+    Lets a test reuse downloads ("kafka", "toxiproxy") while its run registry and everything
+    else it would cache stay private.
+    """
+
+    def environment(*shared: str) -> dict[str, str]:
+        cache = tmp_path / "cache"
+        cache.mkdir()
+        for entry in shared:
+            (cache / entry).symlink_to(kafka_dist.cache_root() / entry)
+        return dict(os.environ, EOSCHAOS_CACHE=str(cache))
+
+    return environment
+
+
+@pytest.fixture
 def run_dir(tmp_path: Path) -> Path:
     """A not-yet-existing run dir for a CLI test, registered for the survivor check."""
     path = tmp_path / "run"

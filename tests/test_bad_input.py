@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from clusters import kafka_dist, processes
+from clusters import processes
 from clusters.ports import layout
 
 
@@ -21,15 +21,6 @@ def assert_clear_error(result: subprocess.CompletedProcess[str], *phrases: str) 
     assert lines[0].startswith("eoschaos: error: ")
     for phrase in phrases:
         assert phrase in lines[0]
-
-
-def private_cache(tmp_path: Path, *shared: str) -> dict[str, str]:
-    """An environment whose eoschaos cache holds only the `shared` entries of the real one."""
-    cache = tmp_path / "cache"
-    cache.mkdir()
-    for entry in shared:
-        (cache / entry).symlink_to(kafka_dist.cache_root() / entry)
-    return dict(os.environ, EOSCHAOS_CACHE=str(cache))
 
 
 def without_tools(env: dict[str, str]) -> dict[str, str]:
@@ -49,35 +40,35 @@ def test_unsupported_or_malformed_kafka_version_is_refused(version, phrase, eosc
     )
 
 
-def test_kafka_version_missing_from_maven_central_is_named(tmp_path, eoschaos):
-    result = eoschaos("install", "--kafka-version", "4.9.9", env=private_cache(tmp_path))
+def test_kafka_version_missing_from_maven_central_is_named(eoschaos, private_cache):
+    result = eoschaos("install", "--kafka-version", "4.9.9", env=private_cache())
     assert_clear_error(result, "Kafka 4.9.9 is not on Maven Central")
 
 
-def test_unreachable_maven_registry_is_named(tmp_path, eoschaos):
+def test_unreachable_maven_registry_is_named(tmp_path, eoschaos, private_cache):
     home = tmp_path / "home"
     (home / ".m2").mkdir(parents=True)
     (home / ".m2" / "settings.xml").write_text(
         "<settings><mirrors><mirror><id>down</id><mirrorOf>*</mirrorOf>"
         "<url>http://127.0.0.1:9/</url></mirror></mirrors></settings>"
     )
-    env = dict(private_cache(tmp_path), MAVEN_OPTS=f"-Duser.home={home}")
+    env = dict(private_cache(), MAVEN_OPTS=f"-Duser.home={home}")
     assert_clear_error(eoschaos("install", env=env), "Maven Central is unreachable")
 
 
-def test_missing_maven_is_named_with_the_fix(tmp_path, eoschaos):
-    env = without_tools(private_cache(tmp_path, "toxiproxy"))
+def test_missing_maven_is_named_with_the_fix(eoschaos, private_cache):
+    env = without_tools(private_cache("toxiproxy"))
     assert_clear_error(eoschaos("install", env=env), "'mvn' was not found", "apt-get install")
 
 
-def test_missing_go_is_named_with_the_fix(tmp_path, eoschaos):
-    env = without_tools(private_cache(tmp_path, "kafka"))
+def test_missing_go_is_named_with_the_fix(eoschaos, private_cache):
+    env = without_tools(private_cache("kafka"))
     assert_clear_error(eoschaos("install", env=env), "'go' was not found")
 
 
-def test_missing_java_is_named_and_nothing_starts(tmp_path, eoschaos):
+def test_missing_java_is_named_and_nothing_starts(tmp_path, eoschaos, private_cache):
     run_dir = tmp_path / "run"
-    env = without_tools(private_cache(tmp_path, "kafka", "toxiproxy"))
+    env = without_tools(private_cache("kafka", "toxiproxy"))
     result = eoschaos("cluster", "up", "--run-dir", str(run_dir), env=env)
     assert_clear_error(result, "'java' was not found")
     assert processes.read_history(run_dir / "pids") == []

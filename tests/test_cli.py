@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -57,12 +56,10 @@ def test_ctrl_c_while_starting_stops_everything_already_started(run_dir):
     assert not any(p.alive() for p in started(run_dir))
 
 
-def test_cleanup_without_arguments_stops_runs_that_were_never_stopped(run_dir, tmp_path, eoschaos):
-    private_cache = tmp_path / "cache"
-    private_cache.mkdir()
-    for entry in ("kafka", "toxiproxy"):  # reuse the downloads, keep the run registry private
-        (private_cache / entry).symlink_to(kafka_dist.cache_root() / entry)
-    env = dict(os.environ, EOSCHAOS_CACHE=str(private_cache))
+def test_cleanup_without_arguments_stops_runs_that_were_never_stopped(
+    run_dir, private_cache, eoschaos
+):
+    env = private_cache("kafka", "toxiproxy")  # a private run registry: only this run is in it
     assert eoschaos("cluster", "up", "--run-dir", str(run_dir), env=env).returncode == 0
     # `cluster up` has exited: from here on the cluster is what a crashed harness leaves behind
     cleanup = eoschaos("cleanup", env=env)

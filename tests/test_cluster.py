@@ -59,11 +59,6 @@ def _reachable(bootstrap: str, timeout: float = 3.0) -> bool:
         return False
 
 
-def _client_proxy(cluster: ProcessCluster, node_id: int) -> str:
-    assert cluster.plan is not None
-    return f"127.0.0.1:{cluster.plan.nodes[node_id].proxy['client']}"
-
-
 def _topic_led_by(cluster: ProcessCluster, node_id: int) -> str:
     """A one-partition topic whose leader (first replica) is `node_id`."""
     topic = _topic("led")
@@ -95,7 +90,7 @@ def test_cluster_starts_three_registered_brokers_and_records_its_versions(cluste
 def test_clients_reach_brokers_only_through_their_proxies(cluster):
     metadata = admin.admin_client(cluster.bootstrap).list_topics(timeout=10)
     advertised = {f"{b.host}:{b.port}" for b in metadata.brokers.values()}
-    assert advertised == {_client_proxy(cluster, n) for n in cluster.spec.node_ids}
+    assert advertised == {cluster.client_address(n) for n in cluster.spec.node_ids}
     names = set(cluster.toxiproxy.proxies())
     assert names == {
         f"node-{n}-{link}" for n in (1, 2, 3) for link in ("client", "internal", "controller")
@@ -143,7 +138,7 @@ def test_clean_stop_exits_on_sigterm_and_the_node_restarts(cluster):
 
 
 def test_disabling_a_client_proxy_cuts_clients_off_and_enabling_restores(cluster):
-    only_node_2 = _client_proxy(cluster, 2)
+    only_node_2 = cluster.client_address(2)
     assert _reachable(only_node_2)
     cluster.set_link_enabled(2, "client", False)
     assert not _reachable(only_node_2)
@@ -152,7 +147,7 @@ def test_disabling_a_client_proxy_cuts_clients_off_and_enabling_restores(cluster
 
 
 def test_paused_broker_stops_answering_and_answers_again_after_resume(cluster):
-    only_node_3 = _client_proxy(cluster, 3)
+    only_node_3 = cluster.client_address(3)
     cluster.pause_node(3)
     try:
         assert not _reachable(only_node_3)
