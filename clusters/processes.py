@@ -96,6 +96,11 @@ def read_history(pid_dir: Path) -> list[ManagedProcess]:
     return [ManagedProcess(**json.loads(line)) for line in path.read_text().splitlines() if line]
 
 
+def still_alive(pid_dir: Path) -> list[ManagedProcess]:
+    """Processes started for this run dir that are alive now: after a stop, there must be none."""
+    return [proc for proc in read_history(pid_dir) if proc.alive()]
+
+
 def read_pid_files(pid_dir: Path) -> list[ManagedProcess]:
     if not pid_dir.is_dir():
         return []

@@ -94,8 +94,7 @@ def run_dir(tmp_path: Path) -> Path:
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    started = [p for d in RUN_DIRS for p in processes.read_history(d / "pids")]
-    survivors = [p for p in started if p.alive()]
+    survivors = [p for d in RUN_DIRS for p in processes.still_alive(d / "pids")]
     for proc in survivors:
         processes.signal_group(proc, signal.SIGKILL)
     if survivors:

@@ -11,6 +11,7 @@ import re
 import statistics
 import time
 import uuid
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from clusters import admin
 from clusters.process_backend import CLUSTER_FILE, ProcessCluster
-from workloads.smoke import create_topic, run_smoke
+from workloads.smoke import create_topic, read_all, run_smoke
 
 pytestmark = pytest.mark.cluster
 
@@ -103,6 +104,22 @@ def test_read_committed_consumer_sees_committed_records_and_none_aborted(cluster
     result = run_smoke(cluster.bootstrap, topic)
     assert sorted(result.read_committed) == sorted(result.committed)
     assert not set(result.read_committed) & set(result.aborted)
+
+
+def test_a_reader_that_saw_aborted_records_fails_the_isolation_check(cluster):
+    topic = _topic("uncommitted")
+    create_topic(cluster.bootstrap, topic, partitions=3, replication=3)
+    result = run_smoke(cluster.bootstrap, topic)
+    dirty = read_all(cluster.bootstrap, topic, "read_uncommitted", 10, timeout=30)
+    assert set(result.aborted) <= set(dirty)  # the aborted records really are in the log
+    assert result.isolation_holds
+    assert not replace(result, read_committed=dirty).isolation_holds
+
+
+def test_wait_healthy_refuses_a_cluster_whose_killed_broker_is_still_in_metadata(cluster):
+    cluster.kill_node(3)
+    with pytest.raises(admin.ClusterNotReady, match="node 3 does not answer"):
+        cluster.wait_healthy(timeout=3)
 
 
 def test_with_one_broker_killed_acks_all_writes_and_transactions_succeed(cluster):

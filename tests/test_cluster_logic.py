@@ -138,6 +138,14 @@ def test_spawn_records_a_pid_file_and_the_history(tmp_path):
     assert not proc.alive()
 
 
+def test_a_process_that_outlives_its_stop_is_reported_until_it_is_killed(tmp_path):
+    popen, proc = _sleeper(tmp_path)
+    processes.remove_pid_file(tmp_path / "pids", proc.name)  # its run believes it stopped it
+    assert processes.still_alive(tmp_path / "pids") == [proc]
+    processes.kill(proc, popen)
+    assert processes.still_alive(tmp_path / "pids") == []
+
+
 def test_a_zombie_counts_as_dead(tmp_path):
     popen, proc = _sleeper(tmp_path)
     popen.send_signal(signal.SIGKILL)
