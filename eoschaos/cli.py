@@ -171,12 +171,20 @@ def cmd_demo(args: argparse.Namespace) -> int:
         cluster.stop()
 
 
-def _raise_on_sigterm(signum: int, frame: object) -> None:
-    raise SystemExit(128 + signum)
+_received_signals: list[int] = []
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    # Remember the signal before raising: a C extension interrupted mid-call may turn the
+    # KeyboardInterrupt into an unrelated error (confluent-kafka's AdminClient constructor
+    # reports a TypeError), and the signal must still decide the outcome.
+    _received_signals.append(signum)
+    raise KeyboardInterrupt
 
 
 def main(argv: list[str] | None = None) -> int:
-    signal.signal(signal.SIGTERM, _raise_on_sigterm)  # unwinds like Ctrl-C: stop what started
+    for sig in (signal.SIGINT, signal.SIGTERM):  # both unwind: stop what started, then exit
+        signal.signal(sig, _interrupt)
     try:
         args = build_parser().parse_args(argv)
         handler = {
@@ -186,12 +194,14 @@ def main(argv: list[str] | None = None) -> int:
             "demo": cmd_demo,
         }[args.command]
         return handler(args)
-    except EoschaosError as exc:
-        print(f"eoschaos: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except KeyboardInterrupt:
-        print("eoschaos: interrupted; everything started was stopped", file=sys.stderr)
-        return 130
+    except BaseException as exc:
+        if _received_signals:
+            print("eoschaos: interrupted; everything started was stopped", file=sys.stderr)
+            return 128 + _received_signals[0]
+        if isinstance(exc, EoschaosError):
+            print(f"eoschaos: error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        raise
 
 
 if __name__ == "__main__":

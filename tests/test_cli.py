@@ -50,7 +50,7 @@ def test_ctrl_c_while_starting_stops_everything_already_started(run_dir):
             break
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 130
+    assert proc.returncode == 130, err
     assert "interrupted" in err.splitlines()[-1]
     assert len(started(run_dir)) == 4
     assert not any(p.alive() for p in started(run_dir))
