@@ -1,0 +1,147 @@
+"""The history: the versioned contract between the half that runs and the half that judges.
+
+Every process of a run (seeder, each processor incarnation, observer, final scans, nemesis)
+appends its own JSON-lines file under ``RUN_DIR/history/``. One file per writer means no
+locking between processes, and a killed writer damages at most its own last line. Lines are
+written whole, with one ``os.write`` per flush, and flushed at least every second, so a crash
+loses at most the last second. At the end of a run the files are compacted into one Parquet
+dataset partitioned by ``kind``. docs/history.md documents every field.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+SCHEMA_VERSION = 1
+HISTORY_DIR = "history"
+PARQUET_DIR = "history.parquet"
+RUN_MANIFEST = "run.json"
+
+KINDS = ("send", "txn", "rebalance", "read", "instance", "fault", "end")
+TYPES = ("invoke", "ok", "fail", "info")
+
+# One flat row type for every kind: fields a kind does not use are null. Spark reads the
+# JSON lines and the Parquet files with exactly this schema, so a field that drifts in type
+# is caught at read time, not silently coerced.
+SCHEMA_DDL = ", ".join(
+    [
+        "kind STRING",
+        "type STRING",
+        "f STRING",
+        "process STRING",
+        "time DOUBLE",
+        "error STRING",
+        "id LONG",
+        "topic STRING",
+        "partition INT",
+        "offset LONG",
+        "src_partition INT",
+        "src_offset LONG",
+        "instance INT",
+        "incarnation INT",
+        "txn_id STRING",
+        "txn_seq LONG",
+        "txn_size INT",
+        "generation INT",
+        "fate STRING",
+        "isolation STRING",
+        "count LONG",
+        "offsets ARRAY<STRUCT<partition: INT, offset: LONG>>",
+        "partitions ARRAY<INT>",
+        "target STRING",
+        "params STRING",
+        "lso LONG",
+    ]
+)
+FIELDS = tuple(part.split(" ", 1)[0] for part in SCHEMA_DDL.split(", ") if " " in part)
+
+# Lineage headers every output record of a processor carries (ASCII values).
+HEADER_SRC_TOPIC = "eoschaos.src.topic"
+HEADER_SRC_PARTITION = "eoschaos.src.partition"
+HEADER_SRC_OFFSET = "eoschaos.src.offset"
+HEADER_SRC_ID = "eoschaos.src.id"
+HEADER_INSTANCE = "eoschaos.instance"
+HEADER_INCARNATION = "eoschaos.incarnation"
+HEADER_TXN_ID = "eoschaos.txn.id"
+HEADER_TXN_SEQ = "eoschaos.txn.seq"
+HEADER_TXN_SIZE = "eoschaos.txn.size"
+HEADER_GENERATION = "eoschaos.generation"
+HEADER_FATE = "eoschaos.fate"
+
+FLUSH_INTERVAL_S = 0.5
+
+
+class HistoryWriter:
+    """Appends events of one writer process to ``RUN_DIR/history/<process>.jsonl``.
+
+    Thread-safe: librdkafka delivery callbacks and the main loop may record concurrently.
+    A background thread flushes every FLUSH_INTERVAL_S so idle writers lose nothing either.
+    """
+
+    def __init__(self, run_dir: Path, process: str) -> None:
+        directory = Path(run_dir) / HISTORY_DIR
+        directory.mkdir(parents=True, exist_ok=True)
+        self.process = process
+        self.path = directory / f"{process}.jsonl"
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self._pending: list[str] = []
+        self._lock = threading.Lock()
+        self._closed = threading.Event()
+        self._flusher = threading.Thread(target=self._flush_periodically, daemon=True)
+        self._flusher.start()
+
+    def record(self, kind: str, type_: str, f: str, **fields: Any) -> None:
+        """Append one event; ``time`` defaults to now. Unknown fields are a programming error."""
+        unknown = set(fields) - set(FIELDS)
+        if unknown:
+            raise ValueError(f"not in history schema v{SCHEMA_VERSION}: {sorted(unknown)}")
+        event = {"kind": kind, "type": type_, "f": f, "process": self.process}
+        event["time"] = fields.pop("time", None) or time.time()
+        event.update((key, value) for key, value in fields.items() if value is not None)
+        line = json.dumps(event, separators=(",", ":")) + "\n"
+        with self._lock:
+            self._pending.append(line)
+
+    def flush(self) -> None:
+        with self._lock:
+            data = "".join(self._pending).encode()
+            self._pending.clear()
+            while data:  # regular files take it all at once; the loop covers the odd short write
+                data = data[os.write(self._fd, data) :]
+
+    def close(self) -> None:
+        if self._closed.is_set():
+            return
+        self._closed.set()
+        self._flusher.join()
+        self.flush()
+        os.close(self._fd)
+
+    def __enter__(self) -> HistoryWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _flush_periodically(self) -> None:
+        while not self._closed.wait(FLUSH_INTERVAL_S):
+            self.flush()
+
+
+def write_manifest(run_dir: Path, manifest: dict[str, Any]) -> Path:
+    """run.json: what was run and how, so a reviewer (and `eoschaos check`) can replay it."""
+    path = Path(run_dir) / RUN_MANIFEST
+    body = {"history_schema": SCHEMA_VERSION, **manifest}
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(body, indent=2, sort_keys=True) + "\n")
+    tmp.replace(path)
+    return path
+
+
+def read_manifest(run_dir: Path) -> dict[str, Any]:
+    return json.loads((Path(run_dir) / RUN_MANIFEST).read_text())
