@@ -1,0 +1,138 @@
+"""The nemesis: applies a schedule of faults to a cluster and a workload, and heals them.
+
+Every fault is recorded in the history (writer `nemesis`): `invoke` when it starts, `ok` once
+healed (for broker faults: once the cluster is healthy again, so the next fault never lands on
+a cluster still recovering from the last), `fail` with the error if it could not be applied.
+`heal_all()` is safe to call at any time, from the run's `finally`, and heals what is active.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Protocol
+
+from chaos.schedule import FaultEvent
+from clusters.process_backend import ProcessCluster
+from eoschaos.history import HistoryWriter
+
+HEAL_TIMEOUT_S = 120.0
+
+
+class Instances(Protocol):
+    """What the nemesis needs from a workload to hurt its instances."""
+
+    def kill_instance(self, instance: int) -> None: ...
+    def pause_instance(self, instance: int) -> None: ...
+    def resume_instance(self, instance: int) -> None: ...
+
+
+def _target_number(target: str) -> int:
+    return int(target.split(":", 1)[1])
+
+
+class Nemesis:
+    def __init__(
+        self,
+        cluster: ProcessCluster,
+        instances: Instances,
+        run_dir: Path,
+        progress: Callable[[str], None],
+    ) -> None:
+        self.cluster = cluster
+        self.instances = instances
+        self.progress = progress
+        self.history = HistoryWriter(run_dir, "nemesis")
+        self._active: list[tuple[FaultEvent, Callable[[], None]]] = []
+        self._lock = threading.Lock()
+
+    def run(self, schedule: list[FaultEvent], t0: float, stop: threading.Event) -> None:
+        """Apply each fault at its time (monotonic `t0` + at) until `stop` is set."""
+        for event in schedule:
+            if stop.wait(max(0.0, t0 + event.at - time.monotonic())):
+                return
+            if not self._apply(event):
+                continue
+            stop.wait(event.duration)
+            self._heal_latest()
+
+    def heal_all(self) -> None:
+        while self._active:
+            self._heal_latest()
+
+    def close(self) -> None:
+        self.heal_all()
+        self.history.close()
+
+    def _record(self, type_: str, event: FaultEvent, error: str | None = None) -> None:
+        self.history.record(
+            "fault",
+            type_,
+            event.fault,
+            target=event.target,
+            params=json.dumps(event.params, sort_keys=True),
+            error=error,
+        )
+        self.history.flush()
+
+    def _apply(self, event: FaultEvent) -> bool:
+        self.progress(f"fault: {event.fault} {event.target} for {event.duration:g}s")
+        self._record("invoke", event)
+        try:
+            heal = self._start(event)
+        except Exception as exc:  # a fault that cannot be applied is news, not a crash
+            self._record("fail", event, error=f"{type(exc).__name__}: {exc}")
+            self.progress(f"fault {event.fault} {event.target} could not be applied: {exc}")
+            return False
+        with self._lock:
+            self._active.append((event, heal))
+        return True
+
+    def _heal_latest(self) -> None:
+        with self._lock:
+            if not self._active:
+                return
+            event, heal = self._active.pop()
+        try:
+            heal()
+        except Exception as exc:
+            self._record("fail", event, error=f"heal failed: {type(exc).__name__}: {exc}")
+            raise
+        self._record("ok", event)
+        self.progress(f"healed: {event.fault} {event.target}")
+
+    def _start(self, event: FaultEvent) -> Callable[[], None]:
+        number = _target_number(event.target)
+        starters: dict[str, Callable[[int, dict[str, Any]], Callable[[], None]]] = {
+            "kill": self._kill_broker,
+            "latency": self._ack_delay,
+            "crash": self._crash_instance,
+            "zombie": self._zombie_instance,
+        }
+        return starters[event.fault](number, event.params)
+
+    def _kill_broker(self, node_id: int, _params: dict[str, Any]) -> Callable[[], None]:
+        self.cluster.kill_node(node_id)
+
+        def heal() -> None:
+            self.cluster.start_node(node_id)
+            self.cluster.wait_healthy(timeout=HEAL_TIMEOUT_S)
+
+        return heal
+
+    def _ack_delay(self, node_id: int, params: dict[str, Any]) -> Callable[[], None]:
+        """Latency on broker → client only: requests arrive on time, acknowledgements late."""
+        attributes = {"latency": params["latency_ms"], "jitter": params.get("jitter_ms", 0)}
+        name = self.cluster.add_toxic(node_id, "client", "latency", attributes=attributes)
+        return lambda: self.cluster.remove_toxic(node_id, "client", name)
+
+    def _crash_instance(self, instance: int, _params: dict[str, Any]) -> Callable[[], None]:
+        self.instances.kill_instance(instance)
+        return lambda: None  # the workload's supervisor starts the replacement
+
+    def _zombie_instance(self, instance: int, _params: dict[str, Any]) -> Callable[[], None]:
+        self.instances.pause_instance(instance)
+        return lambda: self.instances.resume_instance(instance)

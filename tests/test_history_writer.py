@@ -1,0 +1,68 @@
+"""The history writer: whole JSON lines, one file per writer, flushed without being asked."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import pytest
+
+from eoschaos.history import FIELDS, FLUSH_INTERVAL_S, HistoryWriter, read_manifest, write_manifest
+
+
+def lines(path):
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_events_carry_kind_type_f_process_and_time(tmp_path):
+    with HistoryWriter(tmp_path, "seeder") as writer:
+        writer.record("send", "ok", "send", id=7, partition=2, offset=40)
+    (event,) = lines(tmp_path / "history" / "seeder.jsonl")
+    assert event["kind"] == "send" and event["type"] == "ok" and event["process"] == "seeder"
+    assert (event["id"], event["partition"], event["offset"]) == (7, 2, 40)
+    assert abs(event["time"] - time.time()) < 5
+    assert set(event) <= set(FIELDS)
+
+
+def test_null_fields_are_left_out(tmp_path):
+    with HistoryWriter(tmp_path, "observer") as writer:
+        writer.record("read", "ok", "poll", id=1, error=None)
+    (event,) = lines(tmp_path / "history" / "observer.jsonl")
+    assert "error" not in event
+
+
+def test_a_field_outside_the_schema_is_refused(tmp_path):
+    with HistoryWriter(tmp_path, "seeder") as writer, pytest.raises(ValueError, match="colour"):
+        writer.record("send", "ok", "send", colour="red")
+
+
+def test_events_reach_the_file_within_the_flush_interval_without_close(tmp_path):
+    writer = HistoryWriter(tmp_path, "processor-0.0")
+    try:
+        writer.record("txn", "invoke", "begin", txn_seq=0)
+        time.sleep(FLUSH_INTERVAL_S * 3)
+        assert len(lines(writer.path)) == 1
+    finally:
+        writer.close()
+
+
+def test_concurrent_writers_threads_produce_only_whole_lines(tmp_path):
+    with HistoryWriter(tmp_path, "seeder") as writer:
+
+        def send_many(base: int) -> None:
+            for i in range(2000):
+                writer.record("send", "ok", "send", id=base + i)
+
+        threads = [threading.Thread(target=send_many, args=(n * 10_000,)) for n in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    ids = [event["id"] for event in lines(tmp_path / "history" / "seeder.jsonl")]
+    assert sorted(ids) == sorted(n * 10_000 + i for n in range(4) for i in range(2000))
+
+
+def test_manifest_round_trips_with_the_schema_version(tmp_path):
+    write_manifest(tmp_path, {"workload": "kip447", "seed": 3})
+    assert read_manifest(tmp_path) == {"history_schema": 1, "workload": "kip447", "seed": 3}
