@@ -48,15 +48,20 @@ class Nemesis:
         self.history = HistoryWriter(run_dir, "nemesis")
         self._active: list[tuple[FaultEvent, Callable[[], None]]] = []
         self._lock = threading.Lock()
+        self._closing = threading.Event()
 
     def run(self, schedule: list[FaultEvent], t0: float, stop: threading.Event) -> None:
-        """Apply each fault at its time (monotonic `t0` + at) until `stop` is set."""
+        """Apply each fault at its time (monotonic `t0` + at); none starts once `stop` is set.
+
+        A fault that started holds for its full duration even if `stop` comes meanwhile (a
+        zombie cut short would not outlast the session timeout); only `close()` cuts it short.
+        """
         for event in schedule:
             if stop.wait(max(0.0, t0 + event.at - time.monotonic())):
                 return
             if not self._apply(event):
                 continue
-            stop.wait(event.duration)
+            self._closing.wait(event.duration)
             self._heal_latest()
 
     def heal_all(self) -> None:
@@ -64,6 +69,8 @@ class Nemesis:
             self._heal_latest()
 
     def close(self) -> None:
+        """Cut any fault short, heal everything, close the history (safe in `finally`)."""
+        self._closing.set()
         self.heal_all()
         self.history.close()
 
@@ -79,6 +86,8 @@ class Nemesis:
         self.history.flush()
 
     def _apply(self, event: FaultEvent) -> bool:
+        if self._closing.is_set():
+            return False
         self.progress(f"fault: {event.fault} {event.target} for {event.duration:g}s")
         self._record("invoke", event)
         try:
