@@ -1,0 +1,155 @@
+"""After the run (faults healed, processors stopped): the final scans and the end state.
+
+Writers `final-committed` and `final-uncommitted` read both topics from the beginning to the
+end a reader of their isolation can reach (read_committed: the LSO, so an open transaction
+never makes the scan hang; read_uncommitted: the high watermark), one `read` event per
+record. Writer `end-state` records the log end and LSO of every partition, the group's
+committed offsets, and every transaction of this run still open (Kafka's TransactionsCommand).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from clusters.admin import run_tool
+from clusters.kafka_dist import KafkaDistribution
+from eoschaos.history import HistoryWriter
+from workloads.kip447.offsets import admin_for, end_offsets, group_offsets, partition_ids
+from workloads.kip447.reader import Position, TopicReader
+
+END_STATE_WRITER = "end-state"
+SCAN_WRITERS = {"read_committed": "final-committed", "read_uncommitted": "final-uncommitted"}
+# Transaction states of TransactionsCommand `list` that mean "no transaction in progress".
+CLOSED_TRANSACTION_STATES = frozenset({"Empty", "CompleteCommit", "CompleteAbort", "Dead"})
+
+
+@dataclass(frozen=True)
+class ScanResult:
+    writer: str
+    targets: dict[Position, int]
+    reached: dict[Position, int]
+
+    @property
+    def complete(self) -> bool:
+        return all(self.reached[pos] >= end for pos, end in self.targets.items())
+
+
+def wait_settled(
+    bootstrap: str, topics: list[str], timeout: float, progress: Callable[[str], None]
+) -> bool:
+    """Wait until no partition of `topics` has an open transaction (LSO == high watermark).
+
+    A transaction abandoned by a killed instance whose transactional.id nobody reuses (mode
+    no-fencing) stays open until its coordinator aborts it after transaction.timeout.ms; the
+    end state should show what stays open after that, not what was about to be aborted.
+    """
+    admin = admin_for(bootstrap)
+    deadline = time.monotonic() + timeout
+    while True:
+        open_partitions = []
+        for topic in topics:
+            high = end_offsets(admin, topic, committed=False)
+            stable = end_offsets(admin, topic, committed=True)
+            open_partitions += [(topic, p) for p in sorted(high) if stable[p] < high[p]]
+        if not open_partitions:
+            return True
+        if time.monotonic() > deadline:
+            progress(f"transactions still open at the end on {sorted(open_partitions)}")
+            return False
+        progress(f"waiting for open transactions on {len(open_partitions)} partitions to end")
+        time.sleep(1.0)
+
+
+def final_scan(
+    bootstrap: str,
+    run_dir: Path,
+    topics: list[str],
+    isolation: str,
+    timeout: float,
+    progress: Callable[[str], None],
+) -> ScanResult:
+    """Read `topics` from the beginning to the end offsets of `isolation`, as of now."""
+    admin = admin_for(bootstrap)
+    committed = isolation == "read_committed"
+    targets = {
+        (topic, p): end
+        for topic in topics
+        for p, end in end_offsets(admin, topic, committed=committed).items()
+    }
+    writer = SCAN_WRITERS[isolation]
+    with HistoryWriter(run_dir, writer) as history:
+        reader = TopicReader(
+            bootstrap, history, {t: partition_ids(admin, t) for t in topics}, isolation
+        )
+        try:
+            reached = reader.drain(targets, timeout, progress)
+        finally:
+            reader.close()
+    result = ScanResult(writer, targets, reached)
+    if not result.complete:
+        short = sorted(pos for pos, end in targets.items() if reached[pos] < end)
+        progress(f"{writer} stopped short of the end on {short}")
+    return result
+
+
+def open_transactions(
+    dist: KafkaDistribution, bootstrap: str, txn_ids: set[str]
+) -> list[dict[str, str]]:
+    """Rows of `TransactionsCommand list` for `txn_ids` whose state is not a closed one.
+
+    The tool prints a header line (TransactionalId, Coordinator, ProducerId,
+    TransactionState) and one whitespace-separated row per transactional id.
+    """
+    out = run_tool(
+        dist,
+        "org.apache.kafka.tools.TransactionsCommand",
+        ["--bootstrap-server", bootstrap, "list"],
+    )
+    lines = [line.split() for line in out.splitlines() if line.strip()]
+    if not lines or "TransactionalId" not in lines[0]:
+        raise RuntimeError(f"unexpected TransactionsCommand output: {out[:300]!r}")
+    header = lines[0]
+    rows = [dict(zip(header, row, strict=False)) for row in lines[1:]]
+    return [
+        row
+        for row in rows
+        if row.get("TransactionalId") in txn_ids
+        and row.get("TransactionState") not in CLOSED_TRANSACTION_STATES
+    ]
+
+
+def record_end_state(
+    bootstrap: str,
+    run_dir: Path,
+    dist: KafkaDistribution,
+    *,
+    input_topic: str,
+    output_topic: str,
+    group: str,
+    txn_ids: set[str],
+) -> None:
+    admin = admin_for(bootstrap)
+    with HistoryWriter(run_dir, END_STATE_WRITER) as history:
+        for topic in (input_topic, output_topic):
+            high = end_offsets(admin, topic, committed=False)
+            stable = end_offsets(admin, topic, committed=True)
+            for p in sorted(high):
+                history.record(
+                    "end", "ok", "log-end", topic=topic, partition=p, offset=high[p], lso=stable[p]
+                )
+        for p, offset in sorted(group_offsets(admin, group, input_topic).items()):
+            history.record(
+                "end", "ok", "group-offset", topic=input_topic, partition=p, offset=offset
+            )
+        for row in open_transactions(dist, bootstrap, txn_ids):
+            history.record(
+                "end",
+                "ok",
+                "open-txn",
+                txn_id=row["TransactionalId"],
+                params=json.dumps(row, sort_keys=True),
+            )

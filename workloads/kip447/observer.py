@@ -1,0 +1,75 @@
+"""Writer `observer`: a downstream reader of the output topic while the pipeline runs.
+
+It sees the output as a consumer application would, as it is committed (read_committed) —
+or, in mode read-uncommitted, as it is written, aborted transactions included: the known-bad
+reader the isolation checks must catch. On stop it reads on to the end offsets it can reach
+(the LSO for read_committed, the high watermark otherwise) before it exits.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from eoschaos.history import HistoryWriter
+from workloads.kip447.offsets import admin_for, end_offsets, partition_ids
+from workloads.kip447.reader import TopicReader
+
+WRITER = "observer"
+
+
+class Observer(threading.Thread):
+    def __init__(
+        self,
+        bootstrap: str,
+        run_dir: Path,
+        topic: str,
+        isolation: str,
+        progress: Callable[[str], None],
+    ) -> None:
+        super().__init__(name=WRITER, daemon=True)
+        self._topic = topic
+        self._progress = progress
+        self._admin = admin_for(bootstrap)
+        self._history = HistoryWriter(run_dir, WRITER)
+        self._reader = TopicReader(
+            bootstrap, self._history, {topic: partition_ids(self._admin, topic)}, isolation
+        )
+        self._drain_timeout = 0.0
+        self._stop_requested = threading.Event()
+        self.reached: dict[tuple[str, int], int] = {}
+        self.targets: dict[tuple[str, int], int] = {}
+        self.failure: Exception | None = None
+        self._closed = False
+
+    def stop(self, drain_timeout: float) -> None:
+        """Drain to the end offsets (up to `drain_timeout` s), then stop."""
+        self._drain_timeout = drain_timeout
+        self._stop_requested.set()
+        if self.is_alive():
+            self.join()
+        else:
+            self._close()
+
+    def run(self) -> None:
+        try:
+            while not self._stop_requested.is_set():
+                self._reader.poll()
+            committed = self._reader.isolation == "read_committed"
+            ends = end_offsets(self._admin, self._topic, committed=committed)
+            self.targets = {(self._topic, p): end for p, end in ends.items()}
+            self.reached = self._reader.drain(self.targets, self._drain_timeout, self._progress)
+            short = {pos: end for pos, end in self.targets.items() if self.reached[pos] < end}
+            if short:
+                self._progress(f"observer stopped short of the end on {sorted(short)}")
+        except Exception as exc:  # kept for stop()'s caller: the observer's history is short
+            self.failure = exc
+        finally:
+            self._close()
+
+    def _close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._reader.close()
+            self._history.close()

@@ -1,0 +1,44 @@
+"""Offsets asked of the cluster: a topic's end as a reader of either isolation sees it, and a
+group's committed offsets. Used to know when a run caught up and to record the end state."""
+
+from __future__ import annotations
+
+from confluent_kafka import ConsumerGroupTopicPartitions, IsolationLevel, TopicPartition
+from confluent_kafka.admin import AdminClient, OffsetSpec
+
+ADMIN_TIMEOUT_S = 15.0
+
+
+def admin_for(bootstrap: str) -> AdminClient:
+    return AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
+
+
+def partition_ids(admin: AdminClient, topic: str) -> list[int]:
+    described = admin.list_topics(topic=topic, timeout=ADMIN_TIMEOUT_S).topics[topic]
+    if described.error is not None:
+        raise RuntimeError(f"topic {topic}: {described.error}")
+    return sorted(described.partitions)
+
+
+def end_offsets(admin: AdminClient, topic: str, *, committed: bool) -> dict[int, int]:
+    """Per partition: the last stable offset (committed=True) or the high watermark.
+
+    A read_committed reader can never get past the LSO; a read_uncommitted one reads to the
+    high watermark. The two differ exactly while a transaction is open on the partition.
+    """
+    level = IsolationLevel.READ_COMMITTED if committed else IsolationLevel.READ_UNCOMMITTED
+    request = {TopicPartition(topic, p): OffsetSpec.latest() for p in partition_ids(admin, topic)}
+    futures = admin.list_offsets(request, isolation_level=level, request_timeout=ADMIN_TIMEOUT_S)
+    return {tp.partition: f.result().offset for tp, f in futures.items()}
+
+
+def group_offsets(admin: AdminClient, group: str, topic: str) -> dict[int, int | None]:
+    """The group's committed offset per partition of `topic` (None: nothing committed)."""
+    request = [
+        ConsumerGroupTopicPartitions(
+            group, [TopicPartition(topic, p) for p in partition_ids(admin, topic)]
+        )
+    ]
+    result = admin.list_consumer_group_offsets(request, request_timeout=ADMIN_TIMEOUT_S)
+    partitions = result[group].result().topic_partitions
+    return {tp.partition: tp.offset if tp.offset >= 0 else None for tp in partitions}

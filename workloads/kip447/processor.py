@@ -1,0 +1,67 @@
+"""One processor process of the KIP-447 pipeline.
+
+    python -m workloads.kip447.processor CONFIG INSTANCE INCARNATION [TXN_ID]
+
+Each instance runs as its own OS process so the harness can kill -9 or SIGSTOP it like a real
+deployment's pod. It reads the shared ProcessorConfig (JSON) from CONFIG, writes history as
+`processor-<instance>.<incarnation>`, and exits 0 after SIGTERM (it finishes the current
+transaction and leaves the group), EXIT_FENCED when fenced, EXIT_UNDELIVERABLE in mode alos
+when output failed for good.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from pathlib import Path
+
+from eoschaos.history import HistoryWriter
+from workloads.kip447.at_least_once import AtLeastOnceProcessor, Undeliverable
+from workloads.kip447.config import EXIT_FENCED, EXIT_UNDELIVERABLE, ProcessorConfig
+from workloads.kip447.transactional import Fenced, TransactionalProcessor
+
+
+def writer_name(instance: int, incarnation: int) -> str:
+    return f"processor-{instance}.{incarnation}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m workloads.kip447.processor")
+    parser.add_argument("config", type=Path)
+    parser.add_argument("instance", type=int)
+    parser.add_argument("incarnation", type=int)
+    parser.add_argument("txn_id", nargs="?", help="transactional.id (not in mode alos)")
+    args = parser.parse_args(argv)
+    config = ProcessorConfig.load(args.config)
+
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+
+    history = HistoryWriter(Path(config.run_dir), writer_name(args.instance, args.incarnation))
+    identity = {"instance": args.instance, "incarnation": args.incarnation, "txn_id": args.txn_id}
+    try:
+        if config.mode == "alos":
+            AtLeastOnceProcessor(config, history, args.instance, args.incarnation, stop).run()
+        else:
+            if not args.txn_id:
+                parser.error(f"mode {config.mode} needs a transactional.id")
+            TransactionalProcessor(
+                config, history, args.instance, args.incarnation, args.txn_id, stop
+            ).run()
+    except Fenced as exc:
+        history.record("txn", "info", "fenced", error=exc.error, **identity)
+        print(f"fenced: {exc.error}; exiting", file=sys.stderr)
+        return EXIT_FENCED
+    except Undeliverable as exc:
+        print(f"output undeliverable: {exc.error}; exiting", file=sys.stderr)
+        return EXIT_UNDELIVERABLE
+    finally:
+        history.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

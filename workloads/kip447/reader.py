@@ -1,0 +1,121 @@
+"""A downstream reader: every partition of some topics from the beginning, one `read` event per
+record. The observer reads this way during the run, the final scans after it."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, TopicPartition
+
+from eoschaos.history import HistoryWriter
+from workloads.kip447.lineage import lineage_fields
+
+BATCH_MAX_RECORDS = 500
+POLL_TIMEOUT_S = 0.2
+ISOLATIONS = ("read_committed", "read_uncommitted")
+
+Position = tuple[str, int]  # (topic, partition)
+
+
+class TopicReader:
+    """Manually assigned (no group membership, nothing committed), so reading never changes
+    what the pipeline sees, and every record of the log is visited once per reader."""
+
+    def __init__(
+        self,
+        bootstrap: str,
+        history: HistoryWriter,
+        partitions: dict[str, list[int]],
+        isolation: str,
+    ) -> None:
+        if isolation not in ISOLATIONS:
+            raise ValueError(f"isolation must be one of {ISOLATIONS}, not {isolation!r}")
+        self._history = history
+        self.isolation = isolation
+        self._consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": f"eoschaos-reader-{uuid.uuid4().hex[:8]}",  # required, never used
+                "isolation.level": isolation,
+                "enable.auto.commit": False,
+                "enable.partition.eof": True,
+                "log_level": 3,
+            }
+        )
+        self._assigned = [
+            TopicPartition(topic, p, OFFSET_BEGINNING)
+            for topic, ids in partitions.items()
+            for p in ids
+        ]
+        self._consumer.assign(self._assigned)
+        self._end_seen: dict[Position, int] = {}  # offset of the last end-of-partition event
+
+    def poll(self) -> int:
+        """Read one batch; returns how many records it held."""
+        count = 0
+        for message in self._consumer.consume(BATCH_MAX_RECORDS, POLL_TIMEOUT_S):
+            error = message.error()
+            if error is None:
+                self._record(message)
+                count += 1
+            elif error.code() == KafkaError._PARTITION_EOF:
+                self._end_seen[(message.topic(), message.partition())] = message.offset()
+        return count
+
+    def positions(self) -> dict[Position, int]:
+        """Where the reader is per partition; it moves past transaction markers as well."""
+        return {
+            (tp.topic, tp.partition): tp.offset
+            for tp in self._consumer.position(
+                [TopicPartition(tp.topic, tp.partition) for tp in self._assigned]
+            )
+        }
+
+    def drain(
+        self,
+        targets: dict[Position, int],
+        timeout: float,
+        progress: Callable[[str], None] | None = None,
+    ) -> dict[Position, int]:
+        """Read until every partition reaches its target offset or `timeout` passes; return
+        the offset reached per partition."""
+        deadline = time.monotonic() + timeout
+        last_report = time.monotonic()
+        while True:
+            reached = self._reached(targets)
+            behind = {pos: end for pos, end in targets.items() if reached[pos] < end}
+            if not behind or time.monotonic() > deadline:
+                return reached
+            if progress and time.monotonic() - last_report > 5:
+                left = sum(end - reached[pos] for pos, end in behind.items())
+                progress(
+                    f"{self.isolation} reader: {left} offsets left on {len(behind)} partitions"
+                )
+                last_report = time.monotonic()
+            self.poll()
+
+    def close(self) -> None:
+        self._consumer.close()
+
+    def _reached(self, targets: dict[Position, int]) -> dict[Position, int]:
+        """Per partition the furthest of: the position, the last end-of-partition event, 0 (an
+        empty partition has no position until something is fetched)."""
+        positions = self.positions()
+        return {pos: max(positions.get(pos, -1), self._end_seen.get(pos, -1), 0) for pos in targets}
+
+    def _record(self, message: Message) -> None:
+        key = message.key()
+        fields = {"id": int(key)} if key is not None and key.isdigit() else {}
+        fields.update(lineage_fields(message.headers()))
+        self._history.record(
+            "read",
+            "ok",
+            "poll",
+            topic=message.topic(),
+            partition=message.partition(),
+            offset=message.offset(),
+            isolation=self.isolation,
+            **fields,
+        )

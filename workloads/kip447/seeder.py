@@ -1,0 +1,162 @@
+"""The input: N records with unique ids, produced at a steady pace so input flows during faults.
+
+Writer `seeder`. An idempotent producer with acks=all (Kafka's example producer) by default;
+with `non_idempotent` a producer that retries without idempotence, which duplicates records
+in the input itself when an ack is delayed past the request timeout.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from pathlib import Path
+
+from confluent_kafka import KafkaError, Message, Producer
+
+from eoschaos.history import HistoryWriter
+
+WRITER = "seeder"
+STOP_FLUSH_TIMEOUT_S = 15.0
+
+
+def seeder_producer_config(bootstrap: str, non_idempotent: bool) -> dict[str, object]:
+    config: dict[str, object] = {
+        "bootstrap.servers": bootstrap,
+        "acks": "all",
+        "enable.idempotence": not non_idempotent,
+        "log_level": 3,
+    }
+    if non_idempotent:
+        config.update({"retries": 2147483647, "max.in.flight.requests.per.connection": 5})
+    return config
+
+
+def payload(record_id: int) -> bytes:
+    return f"value-{record_id}".encode()
+
+
+class Seeder(threading.Thread):
+    """Produces ids 0..records-1, key = decimal id, partition = id mod partitions.
+
+    Choosing the partition here (instead of the producer's hash) spreads the ids evenly and
+    lets the `send` invoke event name the partition before the producer has seen the record.
+    """
+
+    def __init__(
+        self,
+        bootstrap: str,
+        run_dir: Path,
+        topic: str,
+        partitions: int,
+        records: int,
+        seconds: float,
+        *,
+        non_idempotent: bool = False,
+    ) -> None:
+        super().__init__(name=WRITER, daemon=True)
+        self._producer = Producer(seeder_producer_config(bootstrap, non_idempotent))
+        self._history = HistoryWriter(run_dir, WRITER)
+        self._topic = topic
+        self._partitions = partitions
+        self._records = records
+        self._seconds = seconds
+        self._unreported: set[int] = set()
+        self._sent = 0
+        self._lock = threading.Lock()
+        self._stop_requested = threading.Event()
+        self._all_reported = threading.Event()
+        self.failure: Exception | None = None
+
+    def wait_reported(self, timeout: float) -> bool:
+        """True once every record has its delivery report (ok or fail)."""
+        return self._all_reported.wait(timeout)
+
+    def stop(self) -> None:
+        """Stop sending; wait a while for outstanding reports; the rest are recorded `info`."""
+        self._stop_requested.set()
+        if self.ident is None:  # never started: nothing was sent
+            self._history.close()
+        else:
+            self.join()
+
+    def run(self) -> None:
+        try:
+            self._send_all()
+            while not self._all_reported.is_set() and not self._stop_requested.is_set():
+                self._producer.poll(0.1)
+        except Exception as exc:  # kept for stop()'s caller: the input is short
+            self.failure = exc
+        finally:
+            self._producer.flush(STOP_FLUSH_TIMEOUT_S)
+            with self._lock:
+                for record_id in sorted(self._unreported):
+                    self._history.record(
+                        "send",
+                        "info",
+                        "send",
+                        id=record_id,
+                        topic=self._topic,
+                        partition=record_id % self._partitions,
+                        error="unreported",
+                    )
+            self._history.close()
+
+    def _send_all(self) -> None:
+        start = time.monotonic()
+        interval = self._seconds / max(1, self._records)
+        for record_id in range(self._records):
+            while not self._stop_requested.is_set():
+                wait = start + record_id * interval - time.monotonic()
+                if wait <= 0:
+                    break
+                self._producer.poll(min(wait, 0.1))
+            if self._stop_requested.is_set():
+                return
+            self._send(record_id)
+        if not self._records:
+            self._all_reported.set()
+
+    def _send(self, record_id: int) -> None:
+        partition = record_id % self._partitions
+        with self._lock:
+            self._unreported.add(record_id)
+            self._sent += 1
+        self._history.record(
+            "send", "invoke", "send", id=record_id, topic=self._topic, partition=partition
+        )
+        while True:
+            try:
+                self._producer.produce(
+                    self._topic,
+                    key=str(record_id).encode(),
+                    value=payload(record_id),
+                    partition=partition,
+                    on_delivery=self._delivered,
+                )
+                break
+            except BufferError:  # local queue full: serve delivery reports, then retry
+                self._producer.poll(0.1)
+        self._producer.poll(0)
+
+    def _delivered(self, error: KafkaError | None, message: Message) -> None:
+        record_id = int(message.key())
+        if error is None:
+            self._history.record(
+                "send",
+                "ok",
+                "send",
+                id=record_id,
+                topic=self._topic,
+                partition=message.partition(),
+                offset=message.offset(),
+            )
+        else:
+            print(f"seeder: delivery of {record_id} failed: {error}", file=sys.stderr)
+            self._history.record(
+                "send", "fail", "send", id=record_id, topic=self._topic, error=error.name()
+            )
+        with self._lock:
+            self._unreported.discard(record_id)
+            if not self._unreported and self._sent == self._records:
+                self._all_reported.set()

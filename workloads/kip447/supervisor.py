@@ -1,0 +1,174 @@
+"""Runs K processor instances as OS processes and replaces any that exits, as a deployment would.
+
+Writer `supervisor`: `instance` events for every start (instance, incarnation, txn_id) and
+every exit (error = exit status, negative for a signal, e.g. "-9"). An instance that exits
+before stop() — killed, crashed, fenced — is started again as the next incarnation.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from clusters import processes
+from eoschaos.history import HistoryWriter
+from workloads.kip447.config import transactional_id
+from workloads.kip447.processor import writer_name
+
+WRITER = "supervisor"
+WATCH_INTERVAL_S = 0.1
+
+
+@dataclass(frozen=True)
+class InstanceInfo:
+    instance: int
+    incarnation: int
+    txn_id: str | None
+    pid: int
+
+
+@dataclass
+class _Running:
+    info: InstanceInfo
+    popen: subprocess.Popen[bytes]
+    managed: processes.ManagedProcess
+    name: str
+    exit_recorded: bool = False
+
+
+class Supervisor:
+    def __init__(self, config_path: Path, run_dir: Path, mode: str, instances: int) -> None:
+        self._config_path = config_path
+        self._run_dir = Path(run_dir)
+        self._workload_dir = self._run_dir / "workload"
+        self._mode = mode
+        self._count = instances
+        self._history = HistoryWriter(run_dir, WRITER)
+        self._lock = threading.Lock()
+        self._running: dict[int, _Running] = {}
+        self._txn_ids: list[str] = []
+        self._stopping = threading.Event()
+        self._watcher = threading.Thread(target=self._watch, name=WRITER, daemon=True)
+
+    @property
+    def pid_dir(self) -> Path:
+        return self._workload_dir / "pids"
+
+    def start(self) -> None:
+        for instance in range(self._count):
+            self._start(instance, 0)
+        self._watcher.start()
+
+    def instances(self) -> list[InstanceInfo]:
+        """The current incarnation of every instance (alive or about to be replaced)."""
+        with self._lock:
+            return [self._running[i].info for i in sorted(self._running)]
+
+    def transactional_ids(self) -> list[str]:
+        """Every transactional.id any incarnation ran with."""
+        with self._lock:
+            return list(self._txn_ids)
+
+    def instance_pid(self, instance: int) -> int | None:
+        with self._lock:
+            running = self._running.get(instance)
+        return running.info.pid if running and running.managed.alive() else None
+
+    def kill_instance(self, instance: int) -> None:
+        self._signal(instance, signal.SIGKILL)
+
+    def pause_instance(self, instance: int) -> None:
+        self._signal(instance, signal.SIGSTOP)
+
+    def resume_instance(self, instance: int) -> None:
+        self._signal(instance, signal.SIGCONT)
+
+    def stop(self, timeout: float) -> None:
+        """SIGTERM every instance (they finish their transaction and leave the group), SIGKILL
+        whatever is still running after `timeout` seconds; record every exit."""
+        self._stopping.set()
+        if self._watcher.is_alive():
+            self._watcher.join()  # after this, no replacement can start behind our back
+        with self._lock:
+            running = list(self._running.values())
+        for proc in running:
+            processes.signal_group(proc.managed, signal.SIGTERM)
+            processes.signal_group(proc.managed, signal.SIGCONT)  # a paused one must hear it
+        deadline = time.monotonic() + timeout
+        for proc in running:
+            if not processes.wait_dead(
+                proc.managed, max(0.0, deadline - time.monotonic()), proc.popen
+            ):
+                print(f"{proc.name} ignored SIGTERM; killing it", file=sys.stderr)
+                processes.kill(proc.managed, proc.popen)
+        self._reap()
+        self._history.close()
+
+    def _signal(self, instance: int, sig: signal.Signals) -> None:
+        with self._lock:
+            running = self._running.get(instance)
+        if running is None or not processes.signal_group(running.managed, sig):
+            raise ProcessLookupError(f"instance {instance} is not running")
+
+    def _start(self, instance: int, incarnation: int) -> None:
+        txn_id = transactional_id(self._mode, instance, incarnation)
+        name = writer_name(instance, incarnation)
+        cmd = [
+            sys.executable,
+            "-m",
+            "workloads.kip447.processor",
+            str(self._config_path),
+            str(instance),
+            str(incarnation),
+            *([txn_id] if txn_id else []),
+        ]
+        popen, managed = processes.spawn(
+            name, cmd, self._workload_dir / f"{name}.log", self.pid_dir
+        )
+        info = InstanceInfo(instance, incarnation, txn_id, popen.pid)
+        with self._lock:
+            self._running[instance] = _Running(info, popen, managed, name)
+            if txn_id:
+                self._txn_ids.append(txn_id)
+        self._history.record(
+            "instance", "ok", "start", instance=instance, incarnation=incarnation, txn_id=txn_id
+        )
+
+    def _watch(self) -> None:
+        while not self._stopping.wait(WATCH_INTERVAL_S):
+            for exited in self._reap():
+                if not self._stopping.is_set():
+                    self._start(exited.instance, exited.incarnation + 1)
+
+    def _reap(self) -> list[InstanceInfo]:
+        """Record the exit of every instance process that has ended; return them.
+
+        Called by the watcher thread only, or by stop() once the watcher has ended.
+        """
+        exited = []
+        with self._lock:
+            ended = [
+                r
+                for r in self._running.values()
+                if not r.exit_recorded and r.popen.poll() is not None
+            ]
+        for proc in ended:
+            info = proc.info
+            proc.exit_recorded = True
+            processes.remove_pid_file(self.pid_dir, proc.name)
+            self._history.record(
+                "instance",
+                "info",
+                "exit",
+                instance=info.instance,
+                incarnation=info.incarnation,
+                txn_id=info.txn_id,
+                error=str(proc.popen.returncode),
+            )
+            exited.append(info)
+        return exited

@@ -1,0 +1,211 @@
+"""The KIP-447 workload as the harness drives it: setup, start, faults on instances, stop, scans.
+
+    with Kip447Workload(Kip447Config(records=5000), bootstrap, run_dir, dist) as workload:
+        workload.setup()
+        workload.start()
+        workload.kill_instance(1)          # the supervisor starts incarnation 1 of instance 1
+        workload.wait_seeded(60)
+        workload.wait_caught_up(120)
+        workload.stop()
+        workload.final_scans()
+
+Everything it starts is stopped by close() (also on exceptions, via the context manager);
+processors' PID files and logs are under RUN_DIR/workload/.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from confluent_kafka.admin import NewTopic
+
+from clusters.kafka_dist import KafkaDistribution
+from workloads.kip447.config import MODES, Kip447Config, ProcessorConfig
+from workloads.kip447.final import ScanResult, final_scan, record_end_state, wait_settled
+from workloads.kip447.observer import Observer
+from workloads.kip447.offsets import admin_for, end_offsets, group_offsets
+from workloads.kip447.seeder import Seeder
+from workloads.kip447.supervisor import InstanceInfo, Supervisor
+
+__all__ = ["MODES", "Kip447Config", "Kip447Workload"]
+
+REPLICATION_FACTOR = 3
+PROCESSOR_STOP_TIMEOUT_S = 20.0
+OBSERVER_DRAIN_TIMEOUT_S = 60.0
+SCAN_TIMEOUT_S = 120.0
+SETTLE_TIMEOUT_S = 20.0  # transaction.timeout.ms (10 s) plus time to write the abort markers
+PROGRESS_INTERVAL_S = 5.0
+
+
+def progress_to_stderr(message: str) -> None:
+    print(f"[kip447] {message}", file=sys.stderr, flush=True)
+
+
+class Kip447Workload:
+    def __init__(
+        self,
+        config: Kip447Config,
+        bootstrap: str,
+        run_dir: Path,
+        dist: KafkaDistribution,
+        progress: Callable[[str], None] = progress_to_stderr,
+    ) -> None:
+        self.config = config
+        self.bootstrap = bootstrap
+        self.run_dir = Path(run_dir)
+        self.dist = dist
+        self._progress = progress
+        self._admin = admin_for(bootstrap)
+        self._seeder: Seeder | None = None
+        self._supervisor: Supervisor | None = None
+        self._observer: Observer | None = None
+        self.scans: dict[str, ScanResult] = {}
+
+    def __enter__(self) -> Kip447Workload:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def pid_dir(self) -> Path:
+        return self.run_dir / "workload" / "pids"
+
+    def setup(self) -> None:
+        """Create the input and output topics."""
+        topics = [
+            NewTopic(
+                name, num_partitions=self.config.partitions, replication_factor=REPLICATION_FACTOR
+            )
+            for name in (self.config.input_topic, self.config.output_topic)
+        ]
+        for future in self._admin.create_topics(topics).values():
+            future.result(30)
+        self._progress(
+            f"topics {self.config.input_topic}, {self.config.output_topic}: "
+            f"{self.config.partitions} partitions"
+        )
+
+    def start(self) -> None:
+        """Start the observer, the processors, then the seeder."""
+        config = self.config
+        isolation = "read_uncommitted" if config.mode == "read-uncommitted" else "read_committed"
+        self._observer = Observer(
+            self.bootstrap, self.run_dir, config.output_topic, isolation, self._progress
+        )
+        self._observer.start()
+        processor_config = self.run_dir / "workload" / "processor.json"
+        ProcessorConfig.from_run(config, self.bootstrap, self.run_dir).save(processor_config)
+        self._supervisor = Supervisor(processor_config, self.run_dir, config.mode, config.instances)
+        self._supervisor.start()
+        self._seeder = Seeder(
+            self.bootstrap,
+            self.run_dir,
+            config.input_topic,
+            config.partitions,
+            config.records,
+            config.seed_seconds,
+            non_idempotent=config.non_idempotent_seeder,
+        )
+        self._seeder.start()
+        self._progress(
+            f"mode {config.mode}: {config.instances} processors, seeding {config.records} "
+            f"records over {config.seed_seconds:.0f}s"
+        )
+
+    def instances(self) -> list[InstanceInfo]:
+        return self._running_supervisor().instances()
+
+    def instance_pid(self, instance: int) -> int | None:
+        return self._running_supervisor().instance_pid(instance)
+
+    def kill_instance(self, instance: int) -> None:
+        self._running_supervisor().kill_instance(instance)
+
+    def pause_instance(self, instance: int) -> None:
+        self._running_supervisor().pause_instance(instance)
+
+    def resume_instance(self, instance: int) -> None:
+        self._running_supervisor().resume_instance(instance)
+
+    def wait_seeded(self, timeout: float) -> bool:
+        """True once every input record has its delivery report."""
+        if self._seeder is None:
+            raise RuntimeError("the workload was not started")
+        return self._seeder.wait_reported(timeout)
+
+    def wait_caught_up(self, timeout: float) -> bool:
+        """True once the group's committed offsets equal the input's log end everywhere."""
+        deadline = time.monotonic() + timeout
+        last_report = time.monotonic()
+        while True:
+            lag = self._group_lag()
+            if lag == 0:
+                return True
+            if time.monotonic() > deadline:
+                self._progress(f"not caught up after {timeout:.0f}s: lag {lag}")
+                return False
+            if time.monotonic() - last_report > PROGRESS_INTERVAL_S:
+                self._progress(f"waiting for the processors to catch up: lag {lag}")
+                last_report = time.monotonic()
+            time.sleep(0.5)
+
+    def stop(self) -> None:
+        """Stop the processors (gracefully, then by force), drain the observer, stop the seeder.
+
+        Raises if the observer or the seeder failed: their history would be short.
+        """
+        if self._supervisor is not None:
+            self._supervisor.stop(PROCESSOR_STOP_TIMEOUT_S)
+        if self._observer is not None:
+            self._observer.stop(OBSERVER_DRAIN_TIMEOUT_S)
+        if self._seeder is not None:
+            self._seeder.stop()
+        for part in (self._observer, self._seeder):
+            if part is not None and part.failure is not None:
+                raise RuntimeError(f"{part.name} failed") from part.failure
+
+    def final_scans(self) -> dict[str, ScanResult]:
+        """Wait out abandoned transactions, scan both topics at both isolations, and record
+        the end state. Returns the scans by writer (with what each reached)."""
+        topics = [self.config.input_topic, self.config.output_topic]
+        wait_settled(self.bootstrap, topics, SETTLE_TIMEOUT_S, self._progress)
+        for isolation in ("read_committed", "read_uncommitted"):
+            scan = final_scan(
+                self.bootstrap, self.run_dir, topics, isolation, SCAN_TIMEOUT_S, self._progress
+            )
+            self.scans[scan.writer] = scan
+        supervisor = self._supervisor
+        record_end_state(
+            self.bootstrap,
+            self.run_dir,
+            self.dist,
+            input_topic=self.config.input_topic,
+            output_topic=self.config.output_topic,
+            group=self.config.group,
+            txn_ids=set(supervisor.transactional_ids()) if supervisor else set(),
+        )
+        self._progress("final scans and end state recorded")
+        return self.scans
+
+    def close(self) -> None:
+        """Stop whatever still runs; safe to call twice and after a failed start."""
+        if self._supervisor is not None:
+            self._supervisor.stop(timeout=0)
+        if self._observer is not None:
+            self._observer.stop(drain_timeout=0)
+        if self._seeder is not None:
+            self._seeder.stop()
+
+    def _running_supervisor(self) -> Supervisor:
+        if self._supervisor is None:
+            raise RuntimeError("the workload was not started")
+        return self._supervisor
+
+    def _group_lag(self) -> int:
+        ends = end_offsets(self._admin, self.config.input_topic, committed=False)
+        committed = group_offsets(self._admin, self.config.group, self.config.input_topic)
+        return sum(end - (committed.get(p) or 0) for p, end in ends.items())
