@@ -1,8 +1,10 @@
 """The nemesis: applies a schedule of faults to a cluster and a workload, and heals them.
 
 Every fault is recorded in the history (writer `nemesis`): `invoke` when it starts, `ok` once
-healed (for broker faults: once the cluster is healthy again, so the next fault never lands on
-a cluster still recovering from the last), `fail` with the error if it could not be applied.
+healed (a killed broker: once it runs and answers again), `fail` with the error if it could not
+be applied. Before the next *broker* fault the nemesis waits until no partition is
+under-replicated, so a broker fault never lands on a cluster still recovering from the last;
+instance faults need not wait for that.
 `heal_all()` is safe to call at any time, from the run's `finally`, and heals what is active.
 """
 
@@ -15,7 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
-from chaos.schedule import FaultEvent
+from chaos.schedule import BROKER_FAULTS, FaultEvent
+from clusters.admin import wait_answers_for_itself
 from clusters.process_backend import ProcessCluster
 from eoschaos.history import HistoryWriter
 
@@ -49,6 +52,7 @@ class Nemesis:
         self._active: list[tuple[FaultEvent, Callable[[], None]]] = []
         self._lock = threading.Lock()
         self._closing = threading.Event()
+        self._recovering = False  # a broker came back; its replicas may still be catching up
 
     def run(self, schedule: list[FaultEvent], t0: float, stop: threading.Event) -> None:
         """Apply each fault at its time (monotonic `t0` + at); none starts once `stop` is set.
@@ -88,6 +92,10 @@ class Nemesis:
     def _apply(self, event: FaultEvent) -> bool:
         if self._closing.is_set():
             return False
+        if event.fault in BROKER_FAULTS and self._recovering:
+            self.progress("waiting for under-replicated partitions to clear before the next fault")
+            self.cluster.wait_healthy(timeout=HEAL_TIMEOUT_S)
+            self._recovering = False
         self.progress(f"fault: {event.fault} {event.target} for {event.duration:g}s")
         self._record("invoke", event)
         try:
@@ -128,7 +136,8 @@ class Nemesis:
 
         def heal() -> None:
             self.cluster.start_node(node_id)
-            self.cluster.wait_healthy(timeout=HEAL_TIMEOUT_S)
+            wait_answers_for_itself(self.cluster.client_address(node_id), node_id, HEAL_TIMEOUT_S)
+            self._recovering = True
 
         return heal
 

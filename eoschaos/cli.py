@@ -57,6 +57,31 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = sub.add_parser("demo", help="cluster + transactions + a broker kill, narrated")
     _add_cluster_args(demo)
+
+    run = sub.add_parser("run", help="run a workload under faults; write history, verdict, report")
+    run.add_argument("--workload", default="kip447", help="workload to run (default kip447)")
+    run.add_argument(
+        "--mode",
+        default="eos",
+        help="eos (correct) or a known-bad mode: alos, no-fencing, read-uncommitted",
+    )
+    run.add_argument(
+        "--faults",
+        default="",
+        help="comma-separated faults: kill, crash, zombie, latency (default: none)",
+    )
+    run.add_argument("--duration", type=float, default=30.0, help="workload seconds (default 30)")
+    run.add_argument("--seed", type=int, default=0, help="seed of the schedule and the workload")
+    run.add_argument("--records", type=_positive_int, default=20000, help="input records")
+    run.add_argument("--instances", type=_positive_int, default=3, help="processor instances")
+    run.add_argument("--partitions", type=_positive_int, default=6, help="input partitions")
+    run.add_argument("--kafka-version", default=None, help="Kafka version (default 4.3.1)")
+    run.add_argument("--out", type=Path, default=None, help="run dir to create (new or empty)")
+    run.add_argument("--spark-master", default=None, help="Spark master (default local[*])")
+
+    check = sub.add_parser("check", help="re-check a run directory: verdict.json + report.html")
+    check.add_argument("run_dir", type=Path)
+    check.add_argument("--spark-master", default=None, help="Spark master (default local[*])")
     return parser
 
 
@@ -171,6 +196,62 @@ def cmd_demo(args: argparse.Namespace) -> int:
         cluster.stop()
 
 
+def _finish(verdict: dict, run_dir: Path) -> int:
+    from eoschaos.run import REPORT_FILE
+
+    failed = [name for name, check in verdict["checks"].items() if check["verdict"] == "FAIL"]
+    summary = verdict["verdict"] + (f" ({', '.join(failed)})" if failed else "")
+    if not verdict.get("complete", True):
+        summary += "; the history is INCOMPLETE: " + "; ".join(verdict.get("damage", []))
+    print(f"verdict: {summary}", file=sys.stderr)
+    print(run_dir / REPORT_FILE)
+    return EXIT_OK if verdict["verdict"] == "PASS" else EXIT_FAIL
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from chaos.schedule import parse_faults
+    from clusters import kafka_dist
+    from eoschaos.run import RunConfig, judge_run, record_run
+
+    version = args.kafka_version or kafka_dist.DEFAULT_KAFKA_VERSION
+    kafka_dist.parse_version(version)  # a bad version is bad input before anything starts
+    config = RunConfig(
+        workload=args.workload,
+        mode=args.mode,
+        faults=parse_faults(args.faults),
+        duration=args.duration,
+        seed=args.seed,
+        records=args.records,
+        instances=args.instances,
+        partitions=args.partitions,
+        kafka_version=version,
+    )
+    config.validate()
+    run_dir = new_run_dir(args.out, f"{config.workload}-{config.mode}")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    print(f"[eoschaos] run dir: {run_dir}", file=sys.stderr, flush=True)
+    try:
+        record_run(config, run_dir)
+    except EoschaosError as exc:
+        raise EoschaosError(
+            f"{exc} (the history so far is kept; `eoschaos check {run_dir}` judges it)"
+        ) from exc
+    return _finish(judge_run(run_dir, spark_master=args.spark_master), run_dir)
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from eoschaos.history import RUN_MANIFEST
+    from eoschaos.run import judge_run
+
+    run_dir = args.run_dir.resolve()
+    if not (run_dir / RUN_MANIFEST).is_file():
+        raise EoschaosError(
+            f"{args.run_dir} is not an eoschaos run directory (no {RUN_MANIFEST}); "
+            "pass a directory written by `eoschaos run`"
+        )
+    return _finish(judge_run(run_dir, spark_master=args.spark_master), run_dir)
+
+
 _received_signals: list[int] = []
 
 
@@ -192,6 +273,8 @@ def main(argv: list[str] | None = None) -> int:
             "cluster": cmd_cluster,
             "cleanup": cmd_cleanup,
             "demo": cmd_demo,
+            "run": cmd_run,
+            "check": cmd_check,
         }[args.command]
         return handler(args)
     except BaseException as exc:

@@ -105,3 +105,31 @@ def test_a_directory_that_is_not_a_run_dir_is_refused(tmp_path, command, eoschao
 
 def test_zero_brokers_is_a_usage_error(eoschaos):
     assert_clear_error(eoschaos("cluster", "up", "--brokers", "0"), "--brokers")
+
+
+@pytest.mark.parametrize(
+    ("args", "phrase"),
+    [
+        (["--workload", "kafka-connect"], "unknown workload 'kafka-connect'; choose from kip447"),
+        (["--mode", "yolo"], "unknown mode 'yolo' for kip447; choose from eos"),
+        (["--faults", "kill,meteor"], "unknown fault 'meteor'; choose from kill"),
+        (["--duration", "-5"], "--duration must be > 0 seconds"),
+        (["--duration", "8", "--faults", "zombie"], "leaves no room for the faults"),
+    ],
+)
+def test_bad_run_arguments_are_refused_before_anything_starts(tmp_path, eoschaos, args, phrase):
+    out = tmp_path / "run"
+    assert_clear_error(eoschaos("run", "--out", str(out), *args), phrase)
+    assert not out.exists()
+
+
+def test_run_refuses_a_non_empty_run_dir_and_leaves_it_alone(tmp_path, eoschaos):
+    out = tmp_path / "old-run"
+    out.mkdir()
+    (out / "verdict.json").write_text("{}")
+    assert_clear_error(eoschaos("run", "--out", str(out)), "exists and is not empty")
+    assert (out / "verdict.json").read_text() == "{}"
+
+
+def test_check_refuses_a_directory_that_is_not_a_run(tmp_path, eoschaos):
+    assert_clear_error(eoschaos("check", str(tmp_path)), "is not an eoschaos run directory")

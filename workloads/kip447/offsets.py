@@ -3,7 +3,12 @@ group's committed offsets. Used to know when a run caught up and to record the e
 
 from __future__ import annotations
 
-from confluent_kafka import ConsumerGroupTopicPartitions, IsolationLevel, TopicPartition
+from confluent_kafka import (
+    ConsumerGroupState,
+    ConsumerGroupTopicPartitions,
+    IsolationLevel,
+    TopicPartition,
+)
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 ADMIN_TIMEOUT_S = 15.0
@@ -42,3 +47,13 @@ def group_offsets(admin: AdminClient, group: str, topic: str) -> dict[int, int |
     result = admin.list_consumer_group_offsets(request, request_timeout=ADMIN_TIMEOUT_S)
     partitions = result[group].result().topic_partitions
     return {tp.partition: tp.offset if tp.offset >= 0 else None for tp in partitions}
+
+
+def members_with_partitions(admin: AdminClient, group: str) -> int:
+    """How many members hold partitions in a Stable group (0 while it rebalances)."""
+    description = admin.describe_consumer_groups([group], request_timeout=ADMIN_TIMEOUT_S)[
+        group
+    ].result()
+    if description.state != ConsumerGroupState.STABLE:
+        return 0
+    return sum(1 for member in description.members if member.assignment.topic_partitions)

@@ -26,7 +26,12 @@ from clusters.kafka_dist import KafkaDistribution
 from workloads.kip447.config import MODES, Kip447Config, ProcessorConfig
 from workloads.kip447.final import ScanResult, final_scan, record_end_state, wait_settled
 from workloads.kip447.observer import Observer
-from workloads.kip447.offsets import admin_for, end_offsets, group_offsets
+from workloads.kip447.offsets import (
+    admin_for,
+    end_offsets,
+    group_offsets,
+    members_with_partitions,
+)
 from workloads.kip447.seeder import Seeder
 from workloads.kip447.supervisor import InstanceInfo, Supervisor
 
@@ -130,6 +135,21 @@ class Kip447Workload:
 
     def resume_instance(self, instance: int) -> None:
         self._running_supervisor().resume_instance(instance)
+
+    def wait_running(self, timeout: float) -> bool:
+        """True once every instance holds partitions of a stable group.
+
+        Faults are timed from here: a fault that lands on an instance still joining the
+        group tests nothing (a "zombie" that never owned a partition cannot write as one).
+        """
+        wanted = min(self.config.instances, self.config.partitions)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if members_with_partitions(self._admin, self.config.group) >= wanted:
+                return True
+            time.sleep(0.25)
+        self._progress(f"the group did not stabilise with {wanted} members in {timeout:.0f}s")
+        return False
 
     def wait_seeded(self, timeout: float) -> bool:
         """True once every input record has its delivery report."""

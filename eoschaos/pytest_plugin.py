@@ -1,0 +1,92 @@
+"""pytest plugin (entry point `pytest11`): the `chaos` marker and fixtures for chaos scenarios.
+
+In a user's repository, `pytest -m chaos` then runs scenarios such as
+
+    @pytest.mark.chaos
+    def test_pipeline_survives_broker_kills(eoschaos_run):
+        verdict = eoschaos_run(mode="eos", faults="kill,zombie", duration=40, seed=7)
+        assert verdict["verdict"] == "PASS", verdict["report"]
+
+One real cluster serves the whole session (`eoschaos_cluster`); each run gets its own topics,
+group and run directory, so runs never see each other's records, and a failing run's report
+path is in the assertion message.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+_run_numbers = itertools.count()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("eoschaos")
+    group.addoption(
+        "--eoschaos-kafka-version",
+        default=None,
+        help="Kafka version of the eoschaos session cluster (default: eoschaos' default)",
+    )
+    group.addoption(
+        "--eoschaos-runs",
+        default=None,
+        help="keep chaos run directories here instead of pytest's temporary directory",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "chaos: a chaos scenario on a real cluster (select with `pytest -m chaos`)"
+    )
+
+
+@pytest.fixture(scope="session")
+def eoschaos_cluster(pytestconfig: pytest.Config, tmp_path_factory) -> Iterator[Any]:
+    """A real 3-broker cluster behind Toxiproxy, shared by every run of the session."""
+    from clusters import kafka_dist, toxiproxy
+    from clusters.broker_config import ClusterSpec
+    from clusters.process_backend import ProcessCluster
+
+    dist = kafka_dist.resolve(pytestconfig.getoption("eoschaos_kafka_version"))
+    run_dir = tmp_path_factory.mktemp(f"eoschaos-cluster-{dist.version}")
+    cluster = ProcessCluster(run_dir, ClusterSpec(brokers=3), dist, toxiproxy.server_binary())
+    with cluster:
+        yield cluster
+
+
+@pytest.fixture
+def eoschaos_run(
+    eoschaos_cluster: Any, pytestconfig: pytest.Config, tmp_path_factory
+) -> Callable[..., dict[str, Any]]:
+    """Run a workload under faults on the session cluster and return its verdict.
+
+    Keyword arguments are those of `eoschaos run` (`faults` as a comma-separated string).
+    The verdict dict gains `run_dir` and `report` (the HTML report's path).
+    """
+    from chaos.schedule import parse_faults
+    from eoschaos.run import REPORT_FILE, RunConfig, judge_run, record_run
+
+    def run(faults: str = "", spark_master: str | None = None, **options: Any) -> dict[str, Any]:
+        number = next(_run_numbers)
+        config = RunConfig(faults=parse_faults(faults), **options)
+        suffix = f"{number}-{config.mode}-s{config.seed}"
+        config.input_topic = f"input-{suffix}"
+        config.output_topic = f"output-{suffix}"
+        config.group = f"group-{suffix}"
+        config.kafka_version = eoschaos_cluster.dist.version
+        config.validate()
+        base = pytestconfig.getoption("eoschaos_runs")
+        if base:
+            run_dir = Path(base) / f"run-{suffix}"
+            run_dir.mkdir(parents=True)
+        else:
+            run_dir = tmp_path_factory.mktemp(f"run-{suffix}")
+        record_run(config, run_dir, cluster=eoschaos_cluster)
+        verdict = judge_run(run_dir, spark_master=spark_master)
+        return {**verdict, "run_dir": str(run_dir), "report": str(run_dir / REPORT_FILE)}
+
+    return run

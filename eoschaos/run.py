@@ -1,0 +1,248 @@
+"""`eoschaos run`: cluster → workload under a fault schedule → history → verdict → report.
+
+The run is split so that each half can fail without losing the other's work: `record_run`
+produces a history (and always tears the cluster down), `judge_run` turns any run directory's
+history into verdict.json and report.html. `eoschaos check` is `judge_run` alone.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from chaos.nemesis import Nemesis
+from chaos.schedule import FaultEvent, random_schedule
+from clusters import kafka_dist, toxiproxy
+from clusters.broker_config import ClusterSpec
+from clusters.process_backend import ProcessCluster, progress_to_stderr
+from eoschaos.errors import EoschaosError
+from eoschaos.history import write_manifest
+from workloads.kip447.workload import MODES, Kip447Config, Kip447Workload
+
+WORKLOADS = {"kip447": MODES}
+CATCH_UP_TIMEOUT_S = 90.0
+SCHEDULE_OVERRUN_S = 120.0
+GROUP_JOIN_TIMEOUT_S = 60.0
+VERDICT_FILE = "verdict.json"
+REPORT_FILE = "report.html"
+
+
+@dataclass
+class RunConfig:
+    """Everything `eoschaos run` was asked for; saved in run.json."""
+
+    workload: str = "kip447"
+    mode: str = "eos"
+    faults: list[str] = field(default_factory=list)
+    duration: float = 30.0
+    seed: int = 0
+    records: int = 20000
+    instances: int = 3
+    partitions: int = 6
+    brokers: int = 3
+    kafka_version: str = kafka_dist.DEFAULT_KAFKA_VERSION
+    input_topic: str = "input-topic"
+    output_topic: str = "output-topic"
+    group: str = "eoschaos-kip447"
+
+    def validate(self) -> None:
+        if self.workload not in WORKLOADS:
+            raise EoschaosError(
+                f"unknown workload {self.workload!r}; choose from {', '.join(WORKLOADS)}"
+            )
+        if self.mode not in WORKLOADS[self.workload]:
+            modes = ", ".join(WORKLOADS[self.workload])
+            raise EoschaosError(
+                f"unknown mode {self.mode!r} for {self.workload}; choose from {modes}"
+            )
+        if self.duration <= 0:
+            raise EoschaosError(f"--duration must be > 0 seconds, got {self.duration:g}")
+        if self.faults and not self.schedule():
+            raise EoschaosError(
+                f"--duration {self.duration:g}s leaves no room for the faults "
+                f"{','.join(self.faults)}; use --duration 20 or more"
+            )
+
+    def command_line(self) -> list[str]:
+        """The `eoschaos run` command that repeats this run (same seed, same schedule)."""
+        line = ["eoschaos", "run", "--workload", self.workload, "--mode", self.mode]
+        if self.faults:
+            line += ["--faults", ",".join(self.faults)]
+        line += ["--duration", f"{self.duration:g}", "--seed", str(self.seed)]
+        line += ["--records", str(self.records), "--instances", str(self.instances)]
+        line += ["--partitions", str(self.partitions), "--kafka-version", self.kafka_version]
+        return line
+
+    def schedule(self) -> list[FaultEvent]:
+        brokers = ClusterSpec(brokers=self.brokers).node_ids
+        return random_schedule(self.faults, self.duration, self.seed, brokers, self.instances)
+
+    def workload_config(self) -> Kip447Config:
+        return Kip447Config(
+            mode=self.mode,
+            records=self.records,
+            partitions=self.partitions,
+            instances=self.instances,
+            seed=self.seed,
+            seed_seconds=self.duration,  # input flows while any fault can hit
+            input_topic=self.input_topic,
+            output_topic=self.output_topic,
+            group=self.group,
+        )
+
+
+def _versions() -> dict[str, str]:
+    import confluent_kafka
+
+    from eoschaos import __version__
+
+    return {
+        "eoschaos": __version__,
+        "python": platform.python_version(),
+        "confluent_kafka": confluent_kafka.version()[0],
+        "librdkafka": confluent_kafka.libversion()[0],
+    }
+
+
+def record_run(
+    config: RunConfig,
+    run_dir: Path,
+    *,
+    cluster: ProcessCluster | None = None,
+    progress: Callable[[str], None] = progress_to_stderr,
+) -> None:
+    """Run the workload under its fault schedule and leave a complete history in run_dir.
+
+    With `cluster` given (the pytest plugin's session cluster) the run uses it and leaves it
+    running and healthy; otherwise it starts its own under run_dir/cluster and stops it.
+    """
+    schedule = config.schedule()
+    manifest: dict[str, Any] = {
+        **asdict(config),
+        "command": config.command_line(),
+        "schedule": [event.to_json() for event in schedule],
+        "versions": _versions(),
+        "started": time.time(),
+    }
+    write_manifest(run_dir, manifest)
+    own_cluster = cluster is None
+    if cluster is None:
+        dist = kafka_dist.resolve(config.kafka_version)
+        spec = ClusterSpec(brokers=config.brokers, kafka_version=dist.version)
+        cluster = ProcessCluster(
+            run_dir / "cluster", spec, dist, toxiproxy.server_binary(), progress=progress
+        )
+    try:
+        if own_cluster:
+            cluster.start()
+        assert cluster.info is not None
+        manifest["cluster"] = asdict(cluster.info)
+        manifest["kafka_version"] = cluster.info.kafka_version
+        manifest["backend"] = cluster.info.backend
+        write_manifest(run_dir, manifest)
+        _drive(config, run_dir, cluster, schedule, progress)
+    finally:
+        manifest["ended"] = time.time()
+        write_manifest(run_dir, manifest)
+        if own_cluster:
+            cluster.stop()
+
+
+def _drive(
+    config: RunConfig,
+    run_dir: Path,
+    cluster: ProcessCluster,
+    schedule: list[FaultEvent],
+    progress: Callable[[str], None],
+) -> None:
+    workload = Kip447Workload(
+        config.workload_config(), cluster.bootstrap, run_dir, cluster.dist, progress=progress
+    )
+    nemesis = Nemesis(cluster, workload, run_dir, progress)
+    stop = threading.Event()
+    failures: list[BaseException] = []
+
+    def nemesis_main() -> None:
+        try:
+            nemesis.run(schedule, t0, stop)
+        except BaseException as exc:  # surfaced after the run; the cluster is made whole anyway
+            failures.append(exc)
+
+    try:
+        workload.setup()
+        workload.start()
+        workload.wait_running(timeout=GROUP_JOIN_TIMEOUT_S)
+        t0 = time.monotonic()
+        thread = threading.Thread(target=nemesis_main, name="nemesis", daemon=True)
+        thread.start()
+        progress(f"workload {config.workload}/{config.mode} running for {config.duration:g}s")
+        thread.join(config.duration)
+        time.sleep(max(0.0, t0 + config.duration - time.monotonic()))
+        if thread.is_alive():
+            # Recovery took longer than planned (a slow machine): the rest of the schedule
+            # still runs, late, so every planned fault hits; the history has the real times.
+            progress("the fault schedule runs late; waiting for its last faults")
+            thread.join(config.duration + SCHEDULE_OVERRUN_S)
+        stop.set()
+        thread.join()
+        nemesis.heal_all()
+        _make_whole(cluster, progress)
+        if not workload.wait_seeded(timeout=CATCH_UP_TIMEOUT_S):
+            progress("the seeder did not finish; unsent records are recorded as such")
+        if not workload.wait_caught_up(timeout=CATCH_UP_TIMEOUT_S):
+            progress("the processors did not catch up with the input; liveness will say so")
+        workload.stop()
+        workload.final_scans()
+    finally:
+        stop.set()
+        nemesis.close()
+        workload.close()
+    if failures:
+        raise EoschaosError(f"the nemesis failed: {failures[0]}")
+
+
+def _make_whole(cluster: ProcessCluster, progress: Callable[[str], None]) -> None:
+    """All faults healed: every proxy clean, every broker running, no under-replication."""
+    cluster.heal_network()
+    for node_id in cluster.spec.node_ids:
+        if not cluster.node_alive(node_id):
+            progress(f"broker {node_id} is down after the faults; restarting it")
+            cluster.start_node(node_id)
+    cluster.wait_healthy(timeout=120)
+
+
+def judge_run(
+    run_dir: Path,
+    *,
+    spark_master: str | None = None,
+    progress: Callable[[str], None] = progress_to_stderr,
+) -> dict[str, Any]:
+    """History → verdict.json + report.html in run_dir. Returns the verdict."""
+    from checkers.history_io import compact_history, load_history
+    from checkers.lineage import lineage_section
+    from checkers.spark import spark_session
+    from checkers.verdict import check_run
+    from reports.html import write_report
+
+    spark = spark_session(spark_master)
+    try:
+        if not (run_dir / "history.parquet" / "_SUCCESS").exists():
+            progress("compacting the history to Parquet")
+            compact_history(spark, run_dir)
+        progress("checking the history")
+        verdict = check_run(spark, run_dir)
+        history = load_history(spark, run_dir)
+        verdict["lineage"] = lineage_section(history, verdict["checks"])
+        verdict["config"] = history.manifest
+        verdict["cluster"] = history.manifest.get("cluster")
+    finally:
+        spark.stop()
+    (run_dir / VERDICT_FILE).write_text(json.dumps(verdict, indent=2, default=str) + "\n")
+    write_report(verdict, run_dir / REPORT_FILE)
+    return verdict

@@ -1,0 +1,125 @@
+"""End to end on a real cluster: the correct pipeline passes under faults, each known-bad mode
+fails with the anomaly it must show. One test per property, so JUnit shows which one broke.
+
+The short set here runs in CI; `tests/test_reliability.py` (`pytest -m chaos`) repeats the
+scenarios over many seeds and reports the rates.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.cluster
+
+# Properties no mode of kip447 may break: even a pipeline without transactions neither loses nor
+# invents records, and the brokers keep their logs consistent and live.
+ALWAYS = (
+    "delivery.lost",
+    "delivery.phantom",
+    "delivery.duplicate-input",
+    "isolation.order",
+    "isolation.inconsistent-offsets",
+    "liveness.open-transactions",
+    "liveness.lso",
+    "liveness.group-offsets",
+)
+EVERY_CHECK = (
+    *ALWAYS,
+    "delivery.duplicate",
+    "isolation.aborted-read",
+    "isolation.uncommitted-read",
+    "isolation.fractured-read",
+    "fencing.zombie-write",
+)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    options: dict[str, Any]
+    must_fail: tuple[str, ...] = ()  # each of these checks FAILs
+    must_fail_one_of: tuple[str, ...] = ()  # at least one of these FAILs
+    must_pass: tuple[str, ...] = field(default=ALWAYS)
+
+
+SCENARIOS = [
+    Scenario(
+        "eos-kill-zombie",
+        {"mode": "eos", "faults": "kill,zombie", "duration": 32, "records": 12000},
+        must_pass=EVERY_CHECK,
+    ),
+    Scenario(
+        "alos-kill-crash",
+        {"mode": "alos", "faults": "kill,crash", "duration": 30, "records": 12000},
+        must_fail=("delivery.duplicate",),
+    ),
+    Scenario(
+        "no-fencing-zombie",
+        {"mode": "no-fencing", "faults": "zombie", "duration": 25, "records": 10000},
+        must_fail_one_of=("fencing.zombie-write", "delivery.duplicate"),
+    ),
+    Scenario(
+        "read-uncommitted",
+        {"mode": "read-uncommitted", "duration": 15, "records": 6000},
+        must_fail=("isolation.aborted-read",),
+        must_pass=(*ALWAYS, "delivery.duplicate", "fencing.zombie-write"),
+    ),
+]
+BY_NAME = {scenario.name: scenario for scenario in SCENARIOS}
+_verdicts: dict[str, dict[str, Any]] = {}
+
+
+@pytest.fixture
+def verdict_of(eoschaos_run):
+    """Each scenario runs once (seed 1); every test of it reads the same verdict."""
+
+    def verdict(name: str) -> dict[str, Any]:
+        if name not in _verdicts:
+            _verdicts[name] = eoschaos_run(seed=1, **BY_NAME[name].options)
+        return _verdicts[name]
+
+    return verdict
+
+
+def _expectations() -> list[Any]:
+    cases = []
+    for scenario in SCENARIOS:
+        for check in scenario.must_fail:
+            cases.append(pytest.param(scenario.name, check, "FAIL", id=f"{scenario.name}-{check}"))
+        for check in scenario.must_pass:
+            cases.append(pytest.param(scenario.name, check, "PASS", id=f"{scenario.name}-{check}"))
+    return cases
+
+
+@pytest.mark.parametrize(("scenario", "check", "expected"), _expectations())
+def test_property(verdict_of, scenario, check, expected):
+    verdict = verdict_of(scenario)
+    result = verdict["checks"][check]
+    assert result["verdict"] == expected, (
+        f"{check}: {result['count']} {result.get('counts')} e.g. {result['examples'][:2]}; "
+        f"report: {verdict['report']}"
+    )
+    if expected == "FAIL":
+        assert result["count"] > 0 and result["examples"], "a FAIL must show its records"
+
+
+@pytest.mark.parametrize("scenario", [s.name for s in SCENARIOS if s.must_fail_one_of])
+def test_known_bad_mode_shows_one_of_its_anomalies(verdict_of, scenario):
+    verdict = verdict_of(scenario)
+    failed = {name for name, check in verdict["checks"].items() if check["verdict"] == "FAIL"}
+    assert failed & set(BY_NAME[scenario].must_fail_one_of), verdict["report"]
+
+
+@pytest.mark.parametrize("scenario", [s.name for s in SCENARIOS])
+def test_overall_verdict_and_artifacts(verdict_of, scenario):
+    verdict = verdict_of(scenario)
+    correct = BY_NAME[scenario].options["mode"] == "eos"
+    assert verdict["verdict"] == ("PASS" if correct else "FAIL"), verdict["report"]
+    assert verdict["complete"]
+    assert verdict["seed"] == 1
+    faults = BY_NAME[scenario].options.get("faults", "")
+    applied = {fault["f"] for fault in verdict["timeline"]["faults"] if fault["end"] is not None}
+    assert applied == set(filter(None, faults.split(","))), "every fault started and healed"
