@@ -1,0 +1,49 @@
+"""Nightly (`pytest -m chaos`): each scenario over many seeds. The correct pipeline must never
+FAIL; each known-bad mode must FAIL with its anomaly on at least 19 of 20 seeds.
+
+The rates are printed and appended to `--eoschaos-runs`/reliability.jsonl (or the pytest temp
+dir) so a nightly job can chart them; docs/benchmarks.md lists measured rates.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from test_scenarios import BY_NAME
+
+pytestmark = pytest.mark.chaos
+
+SEEDS = int(os.environ.get("EOSCHAOS_RELIABILITY_SEEDS", "20"))
+REQUIRED_FAIL_RATE = 19 / 20
+
+
+def _anomaly_found(scenario_name: str, verdict: dict) -> bool:
+    scenario = BY_NAME[scenario_name]
+    failed = {name for name, check in verdict["checks"].items() if check["verdict"] == "FAIL"}
+    if scenario.must_fail and not set(scenario.must_fail) <= failed:
+        return False
+    return not scenario.must_fail_one_of or bool(failed & set(scenario.must_fail_one_of))
+
+
+@pytest.mark.parametrize("scenario", list(BY_NAME))
+def test_rate_over_seeds(eoschaos_run, scenario, tmp_path_factory, pytestconfig):
+    correct = BY_NAME[scenario].options["mode"] == "eos"
+    outcomes = []
+    for seed in range(1, SEEDS + 1):
+        verdict = eoschaos_run(seed=seed, **BY_NAME[scenario].options)
+        if correct:
+            outcomes.append(verdict["verdict"] == "PASS")
+        else:
+            outcomes.append(verdict["verdict"] == "FAIL" and _anomaly_found(scenario, verdict))
+    rate = sum(outcomes) / len(outcomes)
+    base = Path(pytestconfig.getoption("eoschaos_runs") or tmp_path_factory.getbasetemp())
+    with (base / "reliability.jsonl").open("a") as out:
+        out.write(json.dumps({"scenario": scenario, "seeds": SEEDS, "expected_rate": rate}) + "\n")
+    print(f"{scenario}: expected outcome on {sum(outcomes)}/{len(outcomes)} seeds")
+    if correct:
+        assert all(outcomes), f"{scenario}: the correct pipeline FAILed on some seeds"
+    else:
+        assert rate >= REQUIRED_FAIL_RATE, f"{scenario}: caught on only {rate:.0%} of seeds"
