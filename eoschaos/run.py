@@ -7,6 +7,7 @@ history into verdict.json and report.html. `eoschaos check` is `judge_run` alone
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import platform
 import threading
@@ -131,6 +132,10 @@ def record_run(
         "started": time.time(),
     }
     write_manifest(run_dir, manifest)
+    # A crash inside a native client library (librdkafka) would otherwise leave no trace of
+    # where the harness was; the history itself is safe either way.
+    crash_log = (run_dir / "harness-crash.log").open("w")
+    faulthandler.enable(file=crash_log, all_threads=True)
     own_cluster = cluster is None
     if cluster is None:
         dist = kafka_dist.resolve(config.kafka_version)
@@ -152,6 +157,10 @@ def record_run(
         write_manifest(run_dir, manifest)
         if own_cluster:
             cluster.stop()
+        faulthandler.disable()
+        crash_log.close()
+        if (run_dir / "harness-crash.log").stat().st_size == 0:
+            (run_dir / "harness-crash.log").unlink()
 
 
 def _drive(

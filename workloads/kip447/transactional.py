@@ -13,6 +13,7 @@ then commits no matter what the group did meanwhile.
 
 from __future__ import annotations
 
+import os
 import random
 import sys
 import threading
@@ -22,13 +23,14 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException, Message, Producer, TopicPartition
 
 from eoschaos.history import HistoryWriter
-from workloads.kip447.config import ProcessorConfig
+from workloads.kip447.config import EXIT_HUNG, ProcessorConfig
 from workloads.kip447.group_member import GroupMember, offsets_field
 from workloads.kip447.lineage import TransactionTag, lineage_headers, transform
 
 TRANSACTION_TIMEOUT_MS = 10000  # short, as Kafka's example says, so pending offsets clear fast
 MESSAGE_TIMEOUT_MS = 8000  # below the transaction timeout, as librdkafka requires
 OPERATION_TIMEOUT_S = 30.0
+HANG_LIMIT_S = OPERATION_TIMEOUT_S + 15.0  # a call still blocked by then ignores its timeout
 FENCING_ERRORS = {KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH}
 
 
@@ -190,6 +192,9 @@ class TransactionalProcessor:
         fields: dict[str, Any] = {"offsets": offsets_field(offsets)} if offsets else {}
         while True:
             self._record("invoke", f, tag, **fields)
+            watchdog = threading.Timer(HANG_LIMIT_S, self._hung, args=(f, tag, fields))
+            watchdog.daemon = True
+            watchdog.start()
             try:
                 call()
             except KafkaException as exc:
@@ -206,8 +211,21 @@ class TransactionalProcessor:
                     continue
                 self._record("fail", f, tag, error=error.name(), **fields)
                 raise
+            finally:
+                watchdog.cancel()
             self._record("ok", f, tag, **fields)
             return
+
+    def _hung(self, f: str, tag: TransactionTag | None, fields: dict[str, Any]) -> None:
+        """An API call blocked far past its own timeout: exit, and let the supervisor replace
+        this incarnation, as a liveness probe would. librdkafka's send_offsets_to_transaction
+        can block forever when the group coordinator dies (librdkafka issues #5456, #5511).
+        """
+        error = f"HUNG: {f} blocked over {HANG_LIMIT_S:.0f}s"
+        self._record("info", f, tag, error=error, **fields)
+        self._history.flush()
+        print(f"{error}; exiting so a replacement takes over", file=sys.stderr, flush=True)
+        os._exit(EXIT_HUNG)
 
     def _record(self, type_: str, f: str, tag: TransactionTag | None, **fields: Any) -> None:
         if tag is None:
