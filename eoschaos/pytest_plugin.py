@@ -68,7 +68,7 @@ def eoschaos_run(
     The verdict dict gains `run_dir` and `report` (the HTML report's path).
     """
     from chaos.schedule import parse_faults
-    from eoschaos.run import REPORT_FILE, RunConfig, judge_run, record_run
+    from eoschaos.run import REPORT_FILE, RunConfig, judge_run, record_on_cluster
 
     def run(faults: str = "", spark_master: str | None = None, **options: Any) -> dict[str, Any]:
         number = next(_run_numbers)
@@ -85,7 +85,7 @@ def eoschaos_run(
             run_dir.mkdir(parents=True)
         else:
             run_dir = tmp_path_factory.mktemp(f"run-{suffix}")
-        record_run(config, run_dir, cluster=eoschaos_cluster)
+        record_on_cluster(config, run_dir, eoschaos_cluster.run_dir)
         verdict = judge_run(run_dir, spark_master=spark_master)
         return {**verdict, "run_dir": str(run_dir), "report": str(run_dir / REPORT_FILE)}
 

@@ -100,6 +100,7 @@ class RunConfig:
 
 def _versions() -> dict[str, str]:
     import confluent_kafka
+    import pyspark
 
     from eoschaos import __version__
 
@@ -108,6 +109,7 @@ def _versions() -> dict[str, str]:
         "python": platform.python_version(),
         "confluent_kafka": confluent_kafka.version()[0],
         "librdkafka": confluent_kafka.libversion()[0],
+        "spark": pyspark.__version__,
     }
 
 
@@ -255,3 +257,33 @@ def judge_run(
     (run_dir / VERDICT_FILE).write_text(json.dumps(verdict, indent=2, default=str) + "\n")
     write_report(verdict, run_dir / REPORT_FILE)
     return verdict
+
+
+def record_on_cluster(config: RunConfig, run_dir: Path, cluster_dir: Path) -> None:
+    """record_run in a child process, on the running cluster of `cluster_dir`.
+
+    The pytest plugin records this way so that a crash inside a native client library ends
+    one run with its harness-crash.log, not the whole test session.
+    """
+    import subprocess
+    import sys
+
+    child = subprocess.run(
+        [sys.executable, "-m", "eoschaos.run", str(cluster_dir), str(run_dir)],
+        input=json.dumps(asdict(config)),
+        text=True,
+        stderr=subprocess.PIPE,
+        check=False,
+    )
+    sys.stderr.write(child.stderr)
+    if child.returncode != 0:
+        crash = run_dir / "harness-crash.log"
+        detail = crash.read_text()[-2000:] if crash.exists() else child.stderr[-2000:]
+        raise EoschaosError(f"recording {run_dir} failed (exit {child.returncode}): {detail}")
+
+
+if __name__ == "__main__":  # the child of record_on_cluster: python -m eoschaos.run CLUSTER RUN
+    import sys
+
+    _cluster = ProcessCluster.attach(Path(sys.argv[1]))
+    record_run(RunConfig(**json.load(sys.stdin)), Path(sys.argv[2]), cluster=_cluster)

@@ -1,0 +1,391 @@
+"""The HTML report: one self-contained page that renders a verdict.json, nothing more.
+
+A reviewer must be able to trust the page without re-running anything, so it shows exactly
+what the verdict holds (it never recomputes a verdict), opens offline (no external CSS, JS or
+fonts; a Content-Security-Policy forbids fetching anything), and treats every string from the
+history as hostile: all of it is escaped, in text, attributes and SVG alike.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import time
+from pathlib import Path
+from typing import Any
+
+from reports.svg import (
+    Band,
+    esc,
+    fault_timeline,
+    lineage_drawing,
+    lineage_legend,
+    throughput_chart,
+)
+
+MAX_EXAMPLES_SHOWN = 5
+CSP = "default-src 'none'; style-src 'unsafe-inline'"  # no script, no fetch of any kind
+STYLE = """
+body { font: 14px/1.45 system-ui, sans-serif; margin: 24px auto; max-width: 1200px;
+  color: #111827; padding: 0 16px; }
+h1 { font-size: 22px; margin: 0 0 4px; } h2 { font-size: 18px; margin-top: 32px;
+  border-bottom: 1px solid #e5e7eb; padding-bottom: 4px; } h3 { font-size: 15px; }
+.verdict { font-size: 44px; font-weight: 800; padding: 8px 24px; border-radius: 8px;
+  display: inline-block; margin: 8px 0; letter-spacing: 2px; }
+.PASS { background: #dcfce7; color: #166534; } .FAIL { background: #fee2e2; color: #991b1b; }
+.badge { font-weight: 700; padding: 1px 8px; border-radius: 4px; }
+.banner { background: #fef3c7; border: 2px solid #d97706; padding: 10px 14px;
+  border-radius: 6px; margin: 12px 0; }
+table { border-collapse: collapse; margin: 8px 0; } td, th { border: 1px solid #e5e7eb;
+  padding: 3px 8px; text-align: left; vertical-align: top; } th { background: #f9fafb; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+pre, code { font: 12px/1.4 ui-monospace, monospace; } pre { background: #f9fafb;
+  padding: 8px; overflow-x: auto; border: 1px solid #e5e7eb; white-space: pre-wrap; }
+.muted { color: #6b7280; } .note { background: #eff6ff; border-left: 4px solid #3b82f6;
+  padding: 6px 10px; }
+svg.chart { max-width: 100%; height: auto; font: 11px sans-serif; display: block; }
+svg .unhealed { stroke: #991b1b; stroke-dasharray: 4 2; } svg .col { fill: #374151; }
+.legend span.swatch { display: inline-block; width: 14px; height: 10px;
+  border: 1px solid #6b7280; margin: 0 4px 0 12px; }
+.legend span.swatch.anomalous { border: 2px solid #dc2626; }
+.legend span.line { display: inline-block; width: 18px; border-top: 2px solid;
+  margin: 0 4px 3px 12px; }
+"""
+
+
+def write_report(verdict: dict, path: Path) -> Path:
+    path = Path(path)
+    path.write_text(render_report(verdict), encoding="utf-8")
+    return path
+
+
+def render_report(verdict: dict) -> str:
+    """The whole report as one HTML document; missing optional keys just leave gaps."""
+    title = f"eoschaos {verdict.get('workload') or ''} {verdict.get('mode') or ''}".strip()
+    body = "".join(
+        [
+            _summary(verdict),
+            _checks(verdict),
+            _not_applicable(verdict),
+            _timeline(verdict),
+            _lineage(verdict),
+            _stats(verdict),
+            _reproduce(verdict),
+        ]
+    )
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
+        f"<title>{esc(title)}: {esc(verdict.get('verdict', '?'))}</title>"
+        f"<style>{STYLE}</style></head><body>{body}</body></html>\n"
+    )
+
+
+def _dict(value: Any) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list:
+    return value if isinstance(value, list) else []
+
+
+def _verdict_class(value: Any) -> str:
+    return value if value in ("PASS", "FAIL") else ""
+
+
+def _badge(value: Any) -> str:
+    return f'<span class="badge {_verdict_class(value)}">{esc(value)}</span>'
+
+
+def _text(value: Any) -> str:
+    """A cell value: scalars as they are, containers as compact JSON."""
+    if value is None:
+        return ""
+    if isinstance(value, dict | list):
+        return json.dumps(value, sort_keys=True, default=str)
+    return str(value)
+
+
+def _table(headers: list[str], rows: list[list[Any]]) -> str:
+    head = "".join(f"<th>{esc(h)}</th>" for h in headers)
+    body = "".join(
+        "<tr>"
+        + "".join(
+            f'<td class="num">{esc(cell)}</td>'
+            if isinstance(cell, int | float) and not isinstance(cell, bool)
+            else f"<td>{esc(_text(cell))}</td>"
+            for cell in row
+        )
+        + "</tr>"
+        for row in rows
+    )
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _summary(verdict: dict) -> str:
+    checks = _dict(verdict.get("checks"))
+    failed = [name for name, check in checks.items() if _dict(check).get("verdict") == "FAIL"]
+    parts = [
+        "<h1>eoschaos verdict</h1>",
+        f'<div class="verdict {_verdict_class(verdict.get("verdict"))}">'
+        f"{esc(verdict.get('verdict', 'UNKNOWN'))}</div>",
+    ]
+    if verdict.get("complete") is False:
+        damage = "".join(f"<li>{esc(item)}</li>" for item in _list(verdict.get("damage")))
+        parts.append(
+            '<div class="banner incomplete"><strong>Incomplete history.</strong> A writer was '
+            "cut off mid-line (a crash); the checks ran on everything before it, so an anomaly "
+            f"in the lost tail cannot be seen.<ul>{damage}</ul></div>"
+        )
+    summary = f"{len(checks)} checks, {len(failed)} failed"
+    if failed:
+        summary += ": " + ", ".join(failed)
+    parts.append(f"<p>{esc(summary)}</p>")
+    faults = verdict.get("faults")
+    rows = [
+        ["workload", verdict.get("workload")],
+        ["mode", verdict.get("mode")],
+        ["faults", ", ".join(map(str, faults)) if isinstance(faults, list) else faults],
+        ["seed", verdict.get("seed")],
+        ["Kafka", verdict.get("kafka_version")],
+        ["backend", verdict.get("backend")],
+        ["checked in", _seconds(_dict(verdict.get("checker")).get("seconds"))],
+    ]
+    parts.append(_table(["run", "value"], [row for row in rows if row[1] not in (None, "")]))
+    return "".join(parts)
+
+
+def _seconds(value: Any) -> str | None:
+    return f"{value:.1f} s" if isinstance(value, int | float) else None
+
+
+def _checks(verdict: dict) -> str:
+    checks = _dict(verdict.get("checks"))
+    if not checks:
+        return "<h2>Checks</h2><p class='muted'>The verdict holds no checks.</p>"
+    rows = []
+    details = []
+    for name, raw in checks.items():
+        check = _dict(raw)
+        counts = _dict(check.get("counts"))
+        has_examples = any(isinstance(e, dict) for e in _list(check.get("examples")))
+        link = f'<a href="#check-{esc(name)}">{esc(name)}</a>' if has_examples else esc(name)
+        rows.append(
+            "<tr>"
+            f"<td>{link}</td>"
+            f"<td>{_badge(check.get('verdict'))}</td>"
+            f'<td class="num">{esc(_text(check.get("count")))}</td>'
+            f"<td>{esc(', '.join(f'{k}={_text(v)}' for k, v in counts.items()))}</td>"
+            f"<td>{esc(_text(check.get('description')))}</td></tr>"
+        )
+        details.append(_check_examples(name, check))
+    table = (
+        "<table><thead><tr><th>check</th><th>verdict</th><th>count</th><th>counts</th>"
+        f"<th>what it means</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    )
+    return "<h2>Checks</h2>" + table + "".join(details)
+
+
+def _check_examples(name: str, check: dict) -> str:
+    examples = [example for example in _list(check.get("examples")) if isinstance(example, dict)]
+    if not examples:
+        return ""
+    shown = examples[:MAX_EXAMPLES_SHOWN]
+    columns: list[str] = []
+    for example in shown:
+        columns += [key for key in example if key not in columns]
+    rows = [[example.get(column) for column in columns] for example in shown]
+    more = len(examples) - len(shown)
+    note = f"<p class='muted'>{more} more in verdict.json.</p>" if more > 0 else ""
+    opened = " open" if check.get("verdict") == "FAIL" else ""
+    return (
+        f'<details id="check-{esc(name)}"{opened}><summary>{esc(name)}: '
+        f"{len(shown)} example record(s)</summary>{_table(columns, rows)}{note}</details>"
+    )
+
+
+def _not_applicable(verdict: dict) -> str:
+    skipped = _dict(verdict.get("not_applicable"))
+    if not skipped:
+        return ""
+    items = "".join(
+        f"<li><strong>{esc(name)}</strong>: {esc(_text(reason))}</li>"
+        for name, reason in skipped.items()
+    )
+    return f"<h2>Not applicable</h2><ul>{items}</ul>"
+
+
+def _fault_bands(timeline: dict) -> list[Band]:
+    bands = []
+    for fault in _list(timeline.get("faults")):
+        fault = _dict(fault)
+        start = fault.get("start")
+        if not isinstance(start, int | float):
+            continue
+        end = fault.get("end") if isinstance(fault.get("end"), int | float) else None
+        window = f"{start:.1f}s to {end:.1f}s" if end is not None else f"{start:.1f}s, never healed"
+        label = f"{_text(fault.get('f'))} {_text(fault.get('target'))}".strip()
+        title = f"{label} {_text(fault.get('params'))}: {window}"
+        bands.append(Band(float(start), end, label, title))
+    return bands
+
+
+def _timeline(verdict: dict) -> str:
+    timeline = _dict(verdict.get("timeline"))
+    if not timeline:
+        return ""
+    bands = _fault_bands(timeline)
+    throughput = [_dict(row) for row in _list(timeline.get("throughput"))]
+    start, end = timeline.get("start"), timeline.get("end")
+    duration = end - start if isinstance(start, int | float) and isinstance(end, int | float) else 0
+    candidates = [row.get("t") for row in throughput] + [b.end or b.start for b in bands]
+    duration = max([duration, *(t for t in candidates if isinstance(t, int | float))])
+    parts = ["<h2>Timeline</h2>"]
+    if isinstance(start, int | float):
+        began = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(start))
+        parts.append(f"<p>Started {esc(began)}; {duration:.1f} s of history.</p>")
+    parts.append("<h3>Faults</h3>")
+    if bands:
+        parts.append(fault_timeline(bands, duration))
+        rows = [
+            [_dict(f).get(k) for k in ("f", "target", "params", "start", "end")]
+            for f in _list(timeline.get("faults"))
+        ]
+        parts.append(_table(["fault", "target", "params", "start (s)", "healed (s)"], rows))
+    else:
+        parts.append("<p class='muted'>No faults were injected.</p>")
+    parts.append("<h3>Throughput (records per second; fault windows shaded)</h3>")
+    parts.append(throughput_chart(throughput, bands, duration))
+    return "".join(parts)
+
+
+def _lineage(verdict: dict) -> str:
+    lineage = _dict(verdict.get("lineage"))
+    if not lineage:
+        return ""
+    parts = ["<h2>Offset lineage</h2>"]
+    stats = _dict(lineage.get("stats"))
+    nodes, edges = _dict(stats.get("nodes")), _dict(stats.get("edges"))
+    if nodes or edges:
+        parts.append(
+            "<p>Whole-history graph: input → transaction → output → read, plus committed "
+            "offsets.</p>"
+            + _table(["node type", "nodes"], [[k, v] for k, v in nodes.items()])
+            + _table(["edge type", "edges"], [[k, v] for k, v in edges.items()])
+        )
+    other = [[k, v] for k, v in stats.items() if k not in ("nodes", "edges")]
+    if other:
+        parts.append(_table(["statistic", "value"], other))
+    parts.append(_cycles(_dict(lineage.get("cycles"))))
+    anomalies = [a for a in _list(lineage.get("anomalies")) if isinstance(a, dict)]
+    if anomalies:
+        parts.append("<h3>Anomalies, each explained by its subgraph</h3>" + lineage_legend())
+        for index, anomaly in enumerate(anomalies):
+            omitted = _dict(anomaly.get("omitted"))
+            hidden = ", ".join(f"{n} {t}" for t, n in omitted.items())
+            parts.append(
+                f"<h4>{esc(_text(anomaly.get('title')))}</h4>"
+                + lineage_drawing(anomaly, index)
+                + (
+                    f"<p class='muted'>Not drawn (farther from the anomaly): {esc(hidden)}.</p>"
+                    if hidden
+                    else ""
+                )
+            )
+    return "".join(parts)
+
+
+def _cycles(cycles: dict) -> str:
+    if not cycles:
+        return ""
+    counts = [
+        ["G0 (write cycles, ww edges only)", cycles.get("G0")],
+        ["G1c (cycles with a wr edge)", cycles.get("G1c")],
+        ["committed transactions with dependencies", cycles.get("transactions")],
+        ["ww edges", cycles.get("ww_edges")],
+        ["wr edges", cycles.get("wr_edges")],
+    ]
+    examples = "".join(
+        "<li>"
+        + esc(_text(_dict(example).get("anomaly")))
+        + ": "
+        + esc(
+            " ".join(
+                f"{_text(_dict(edge).get('source'))} →{_text(_dict(edge).get('type'))}"
+                for edge in _list(_dict(example).get("edges"))
+            )
+            + " "
+            + _text((_list(_dict(example).get("cycle")) or [""])[-1])
+        )
+        + f" <span class='muted'>(component of {esc(_text(_dict(example).get('component_size')))}"
+        " transactions)</span></li>"
+        for example in _list(cycles.get("examples"))
+    )
+    return (
+        "<h3>Transaction dependency cycles (Elle-style)</h3>"
+        f"<p class='note'>{esc(_text(cycles.get('note')))} Counts are strongly connected "
+        "components of the committed-transaction graph that contain a cycle. They do not "
+        "decide the verdict.</p>"
+        + _table(["", "count"], [row for row in counts if row[1] is not None])
+        + (
+            f"<p>Example cycles (transactions as instance.incarnation.seq):</p><ul>{examples}</ul>"
+            if examples
+            else ""
+        )
+    )
+
+
+def _stats(verdict: dict) -> str:
+    stats = _dict(verdict.get("stats"))
+    if not stats:
+        return ""
+    return "<h2>History statistics</h2>" + _table(
+        ["statistic", "value"], [[k, v] for k, v in _flatten(stats)]
+    )
+
+
+def _flatten(data: dict, prefix: str = "") -> list[tuple[str, Any]]:
+    rows: list[tuple[str, Any]] = []
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            rows += _flatten(value, f"{name}.")
+        else:
+            rows.append((name, value))
+    return rows
+
+
+def _reproduce(verdict: dict) -> str:
+    config = _dict(verdict.get("config"))
+    cluster = _dict(verdict.get("cluster"))
+    checker = _dict(verdict.get("checker"))
+    versions = {**_dict(config.get("versions")), **_dict(verdict.get("versions"))}
+    command = verdict.get("command") or config.get("command")
+    if isinstance(command, list):
+        command = shlex.join(map(str, command))
+    rows = [
+        ["Kafka", verdict.get("kafka_version") or cluster.get("kafka_version")],
+        ["metadata.version", cluster.get("metadata_version")],
+        ["transaction.version", cluster.get("transaction_version")],
+        ["eoschaos", versions.get("eoschaos")],
+        ["Spark", versions.get("spark") or checker.get("spark_version")],
+        ["confluent-kafka", versions.get("confluent_kafka")],
+        ["librdkafka", versions.get("librdkafka")],
+        ["Python", versions.get("python")],
+        ["Spark master", checker.get("spark_master")],
+    ]
+    parts = [
+        "<h2>Reproduce</h2>",
+        f"<pre>{esc(command or 'command not recorded')}</pre>",
+        f"<p>Seed: <code>{esc(_text(verdict.get('seed')))}</code></p>",
+        _table(
+            ["component", "version"], [[k, v if v is not None else "not recorded"] for k, v in rows]
+        ),
+    ]
+    for title, data in (("run.json", config), ("cluster.json", cluster), ("checker", checker)):
+        if data:
+            parts.append(
+                f"<details><summary>{esc(title)}</summary><pre>"
+                f"{esc(json.dumps(data, indent=2, sort_keys=True, default=str))}</pre></details>"
+            )
+    return "".join(parts)

@@ -1,0 +1,256 @@
+"""The HTML report renders a verdict as it is, escapes everything, and fetches nothing."""
+
+from __future__ import annotations
+
+import copy
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from reports.html import render_report, write_report
+
+SCRIPT = "<script>alert(1)</script>"
+BREAKOUT = '"><img onerror=alert(1) src=x>'
+
+
+def lineage() -> dict:
+    return {
+        "stats": {
+            "nodes": {"input": 8, "txn": 5, "output": 9, "read": 25, "offsets": 5},
+            "edges": {"consumed-by": 9, "produced": 9, "read-by": 25, "committed-offsets": 5},
+            "committed_outputs_per_input_max": 2,
+        },
+        "anomalies": [
+            {
+                "check": "delivery.duplicate",
+                "example": 0,
+                "title": "delivery.duplicate: id 2",
+                "nodes": [
+                    {"id": "in:2", "type": "input", "label": "id 2 p0@1", "anomalous": True},
+                    {"id": "txn:0.0.0", "type": "txn", "label": "txn 0.0.0", "anomalous": False},
+                    {"id": "txn:2.0.0", "type": "txn", "label": "txn 2.0.0", "anomalous": False},
+                    {"id": "out:1:0", "type": "output", "label": "p1@0 id 2", "anomalous": True},
+                    {"id": "out:0:5", "type": "output", "label": "p0@5 id 2", "anomalous": True},
+                    {"id": "offsets:2.0.0:0", "type": "offsets", "label": "p0 → 2"},
+                ],
+                "edges": [
+                    {"source": "in:2", "target": "txn:0.0.0", "type": "consumed-by"},
+                    {"source": "in:2", "target": "txn:2.0.0", "type": "consumed-by"},
+                    {"source": "txn:0.0.0", "target": "out:1:0", "type": "produced"},
+                    {"source": "txn:2.0.0", "target": "out:0:5", "type": "produced"},
+                    {
+                        "source": "txn:2.0.0",
+                        "target": "offsets:2.0.0:0",
+                        "type": "committed-offsets",
+                    },
+                ],
+                "omitted": {"read": 3},
+            }
+        ],
+        "cycles": {
+            "G0": 1,
+            "G1c": 0,
+            "examples": [
+                {
+                    "anomaly": "G0",
+                    "component_size": 2,
+                    "cycle": ["0.0.0", "1.0.0", "0.0.0"],
+                    "edges": [
+                        {"source": "0.0.0", "target": "1.0.0", "type": "ww"},
+                        {"source": "1.0.0", "target": "0.0.0", "type": "ww"},
+                    ],
+                }
+            ],
+            "note": "Information only, not part of the verdict: Kafka does not promise ...",
+        },
+    }
+
+
+def verdict(result: str = "FAIL") -> dict:
+    duplicate = {
+        "verdict": result,
+        "count": 1 if result == "FAIL" else 0,
+        "counts": {"ids": 1},
+        "examples": [{"id": 2, "partition": 0, "offset": 5}] if result == "FAIL" else [],
+        "description": "one input id with more than one committed output",
+    }
+    return {
+        "verdict": result,
+        "complete": True,
+        "damage": [],
+        "workload": "kip447",
+        "mode": "eos",
+        "seed": 42,
+        "kafka_version": "4.3.1",
+        "faults": ["kill", "latency"],
+        "backend": "process",
+        "command": ["eoschaos", "run", "--faults", "kill,latency", "--seed", "42"],
+        "checks": {
+            "delivery.duplicate": duplicate,
+            "delivery.lost": {
+                "verdict": "PASS",
+                "count": 0,
+                "counts": {},
+                "examples": [],
+                "description": "an acked input with no committed output",
+            },
+        },
+        "not_applicable": {"fencing.zombie-write": "mode alos has no transactions"},
+        "stats": {"input_records": 8, "transactions": {"committed": 4, "aborted": 1}},
+        "timeline": {
+            "start": 1_700_000_000.0,
+            "end": 1_700_000_040.0,
+            "faults": [
+                {"f": "kill", "target": "broker 2", "params": "{}", "start": 5.0, "end": 12.5},
+                {"f": "latency", "target": "broker 1", "params": "{}", "start": 20, "end": None},
+            ],
+            "throughput": [{"t": t, "sends": 100, "commits": 2, "reads": 90} for t in range(40)],
+        },
+        "lineage": lineage() if result == "FAIL" else {},
+        "checker": {"seconds": 12.5, "spark_master": "local[*]", "spark_version": "4.3.0"},
+        "cluster": {"metadata_version": "4.3-IV0", "transaction_version": "2"},
+        "config": {
+            "versions": {"eoschaos": "0.1.0", "confluent_kafka": "2.16.1", "librdkafka": "2.16.1"}
+        },
+    }
+
+
+class _Elements(HTMLParser):
+    """Every start tag and attribute name in a document, as a browser's tokenizer sees them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: set[str] = set()
+        self.attributes: set[str] = set()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.add(tag)
+        self.attributes.update(name for name, _ in attrs)
+
+
+def elements(document: str) -> _Elements:
+    parser = _Elements()
+    parser.feed(document)
+    return parser
+
+
+def hostile() -> dict:
+    """A failing verdict with attacker-controlled strings everywhere the history can reach."""
+    data = verdict("FAIL")
+    check = data["checks"]["delivery.duplicate"]
+    check["examples"] = [{"id": 2, "value": SCRIPT, "error": BREAKOUT}]
+    check["counts"] = {SCRIPT: BREAKOUT}
+    data["checks"][BREAKOUT] = copy.deepcopy(check)
+    data["damage"] = [SCRIPT]
+    data["complete"] = False
+    data["not_applicable"] = {SCRIPT: BREAKOUT}
+    data["command"] = ["eoschaos", SCRIPT, BREAKOUT]
+    data["stats"] = {SCRIPT: BREAKOUT}
+    data["config"]["note"] = SCRIPT
+    data["timeline"]["faults"][0] |= {"f": SCRIPT, "target": BREAKOUT, "params": SCRIPT}
+    anomaly = data["lineage"]["anomalies"][0]
+    anomaly["title"] = SCRIPT
+    anomaly["nodes"][0] |= {"label": BREAKOUT, "detail": SCRIPT, "type": BREAKOUT}
+    anomaly["nodes"][1] |= {"id": BREAKOUT, "label": SCRIPT}
+    anomaly["edges"][0] |= {"target": BREAKOUT, "type": SCRIPT}
+    data["lineage"]["cycles"]["examples"][0]["cycle"] = [SCRIPT]
+    return data
+
+
+def test_a_passing_verdict_renders_pass_and_every_check():
+    document = render_report(verdict("PASS"))
+    assert '<div class="verdict PASS">PASS</div>' in document
+    assert "delivery.duplicate" in document and "delivery.lost" in document
+    assert 'class="badge FAIL"' not in document
+
+
+def test_a_failing_verdict_renders_fail_with_its_example_records():
+    document = render_report(verdict("FAIL"))
+    assert '<div class="verdict FAIL">FAIL</div>' in document
+    assert "1 failed: delivery.duplicate" in document
+    examples = re.search(r'<details id="check-delivery.duplicate" open>.*?</details>', document)
+    assert examples is not None
+    assert "<th>id</th><th>partition</th><th>offset</th>" in examples.group(0)
+
+
+def test_not_applicable_checks_are_listed_with_their_reason():
+    document = render_report(verdict())
+    assert "fencing.zombie-write</strong>: mode alos has no transactions" in document
+
+
+def test_hostile_strings_from_the_history_appear_only_escaped():
+    document = render_report(hostile())
+    parsed = elements(document)
+    assert not parsed.tags & {"script", "img", "iframe", "object", "embed", "link"}
+    assert not {name for name in parsed.attributes if name.startswith("on")}
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in document
+    assert "&quot;&gt;&lt;img onerror=alert(1) src=x&gt;" in document
+
+
+def test_the_report_has_nothing_to_fetch():
+    document = render_report(verdict())
+    assert "http://" not in document and "https://" not in document
+    assert not re.search(r"\bsrc\s*=|<link|@import", document)
+    assert set(re.findall(r"url\(([^)]*)\)", document)) <= {"#arrow-0"}
+    assert "default-src 'none'" in document  # and the browser is told to refuse any fetch
+
+
+def test_every_fault_gets_a_band_on_the_timeline_and_a_window_on_the_chart():
+    document = render_report(verdict())
+    assert document.count('class="fault-band"') == 1  # the kill, healed
+    assert document.count('class="fault-band unhealed"') == 1  # the latency, never healed
+    assert document.count('class="fault-window"') == 2
+    assert "latency broker 1 {}: 20.0s, never healed" in document
+
+
+def test_the_throughput_chart_draws_one_line_per_series():
+    document = render_report(verdict())
+    assert document.count('<polyline class="series"') == 3
+
+
+def test_an_incomplete_history_shows_a_banner_with_its_damage():
+    data = verdict("PASS") | {"complete": False, "damage": ["processor-1.0.jsonl: last line cut"]}
+    document = render_report(data)
+    assert '<div class="banner incomplete">' in document
+    assert "processor-1.0.jsonl: last line cut" in document
+
+
+def test_a_complete_history_shows_no_banner():
+    assert 'class="banner incomplete"' not in render_report(verdict("PASS"))
+
+
+def test_each_anomaly_is_drawn_with_its_anomalous_nodes_outlined():
+    document = render_report(verdict("FAIL"))
+    assert document.count('<svg class="chart"') == 3  # faults, throughput, one anomaly
+    assert document.count('<g class="node anomalous">') == 3
+    assert document.count('<g class="node">') == 3
+    assert document.count('<path class="edge"') == 5
+    assert "Not drawn (farther from the anomaly): 3 read." in document
+
+
+def test_cycles_are_reported_as_information_not_verdict():
+    document = render_report(verdict("FAIL"))
+    assert "They do not decide the verdict." in document
+    assert "0.0.0 →ww 1.0.0 →ww 0.0.0" in document
+
+
+def test_reproduce_section_names_command_seed_and_versions():
+    document = render_report(verdict())
+    reproduce = document[document.index("<h2>Reproduce</h2>") :]
+    assert "eoschaos run --faults kill,latency --seed 42" in reproduce
+    for version in ("4.3.1", "4.3-IV0", "<td>2</td>", "0.1.0", "4.3.0", "2.16.1"):
+        assert version in reproduce
+
+
+@pytest.mark.parametrize("missing", ["timeline", "lineage", "checks", "cluster", "config"])
+def test_a_verdict_without_an_optional_section_still_renders(missing):
+    data = verdict()
+    del data[missing]
+    assert render_report(data).endswith("</html>\n")
+
+
+def test_write_report_writes_the_rendered_document(tmp_path: Path):
+    path = write_report(verdict(), tmp_path / "report.html")
+    assert path.read_text(encoding="utf-8") == render_report(verdict())
