@@ -71,17 +71,23 @@ SCENARIOS = [
     ),
 ]
 BY_NAME = {scenario.name: scenario for scenario in SCENARIOS}
-_verdicts: dict[str, dict[str, Any]] = {}
+_verdicts: dict[str, dict[str, Any] | Exception] = {}
 
 
 @pytest.fixture
 def verdict_of(eoschaos_run):
-    """Each scenario runs once (seed 1); every test of it reads the same verdict."""
+    """Each scenario runs once (seed 1); every test of it reads the same verdict (or error)."""
 
     def verdict(name: str) -> dict[str, Any]:
         if name not in _verdicts:
-            _verdicts[name] = eoschaos_run(seed=1, **BY_NAME[name].options)
-        return _verdicts[name]
+            try:
+                _verdicts[name] = eoschaos_run(seed=1, **BY_NAME[name].options)
+            except Exception as exc:
+                _verdicts[name] = exc
+        outcome = _verdicts[name]
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
 
     return verdict
 

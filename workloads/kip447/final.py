@@ -24,6 +24,7 @@ from workloads.kip447.reader import Position, TopicReader
 END_STATE_WRITER = "end-state"
 SCAN_WRITERS = {"read_committed": "final-committed", "read_uncommitted": "final-uncommitted"}
 # Transaction states of TransactionsCommand `list` that mean "no transaction in progress".
+GROUP_OFFSET_ATTEMPTS = 3
 CLOSED_TRANSACTION_STATES = frozenset({"Empty", "CompleteCommit", "CompleteAbort", "Dead"})
 
 
@@ -122,6 +123,15 @@ def open_transactions(
     ]
 
 
+def _group_offsets_retrying(bootstrap: str, group: str, topic: str) -> dict[int, int | None]:
+    for _ in range(GROUP_OFFSET_ATTEMPTS - 1):
+        try:
+            return group_offsets(bootstrap, group, topic)
+        except RuntimeError:
+            time.sleep(1.0)
+    return group_offsets(bootstrap, group, topic)
+
+
 def record_end_state(
     bootstrap: str,
     run_dir: Path,
@@ -141,7 +151,7 @@ def record_end_state(
                 history.record(
                     "end", "ok", "log-end", topic=topic, partition=p, offset=high[p], lso=stable[p]
                 )
-        for p, offset in sorted(group_offsets(admin, group, input_topic).items()):
+        for p, offset in sorted(_group_offsets_retrying(bootstrap, group, input_topic).items()):
             history.record(
                 "end", "ok", "group-offset", topic=input_topic, partition=p, offset=offset
             )

@@ -3,6 +3,10 @@ group's committed offsets. Used to know when a run caught up and to record the e
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+
 from confluent_kafka import (
     ConsumerGroupState,
     ConsumerGroupTopicPartitions,
@@ -37,8 +41,30 @@ def end_offsets(admin: AdminClient, topic: str, *, committed: bool) -> dict[int,
     return {tp.partition: f.result().offset for tp, f in futures.items()}
 
 
-def group_offsets(admin: AdminClient, group: str, topic: str) -> dict[int, int | None]:
-    """The group's committed offset per partition of `topic` (None: nothing committed)."""
+def group_offsets(bootstrap: str, group: str, topic: str) -> dict[int, int | None]:
+    """The group's committed offset per partition of `topic` (None: nothing committed).
+
+    Asked in a child process: librdkafka 2.16 can crash (SIGSEGV in rd_kafka_cgrp_op) inside
+    list_consumer_group_offsets while the group coordinator moves, and that must not take the
+    harness — and the history it is writing — down with it. A crashed query raises; callers
+    retry.
+    """
+    child = subprocess.run(
+        [sys.executable, "-m", "workloads.kip447.offsets", bootstrap, group, topic],
+        capture_output=True,
+        text=True,
+        timeout=ADMIN_TIMEOUT_S * 2,
+        check=False,
+    )
+    if child.returncode != 0:
+        raise RuntimeError(
+            f"group offset query exited {child.returncode}: {child.stderr.strip()[-300:]}"
+        )
+    return {int(p): offset for p, offset in json.loads(child.stdout).items()}
+
+
+def _query_group_offsets(bootstrap: str, group: str, topic: str) -> dict[int, int | None]:
+    admin = admin_for(bootstrap)
     request = [
         ConsumerGroupTopicPartitions(
             group, [TopicPartition(topic, p) for p in partition_ids(admin, topic)]
@@ -57,3 +83,7 @@ def members_with_partitions(admin: AdminClient, group: str) -> int:
     if description.state != ConsumerGroupState.STABLE:
         return 0
     return sum(1 for member in description.members if member.assignment.topic_partitions)
+
+
+if __name__ == "__main__":  # the child of group_offsets: BOOTSTRAP GROUP TOPIC → JSON
+    print(json.dumps(_query_group_offsets(*sys.argv[1:4])))

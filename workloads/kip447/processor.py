@@ -12,19 +12,35 @@ when output failed for good.
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import threading
+import time
 from pathlib import Path
 
 from eoschaos.history import HistoryWriter
 from workloads.kip447.at_least_once import AtLeastOnceProcessor, Undeliverable
-from workloads.kip447.config import EXIT_FENCED, EXIT_UNDELIVERABLE, ProcessorConfig
+from workloads.kip447.config import (
+    EXIT_FENCED,
+    EXIT_ORPHANED,
+    EXIT_UNDELIVERABLE,
+    ProcessorConfig,
+)
 from workloads.kip447.transactional import Fenced, TransactionalProcessor
+
+ORPHAN_CHECK_S = 1.0
 
 
 def writer_name(instance: int, incarnation: int) -> str:
     return f"processor-{instance}.{incarnation}"
+
+
+def _exit_with_supervisor(supervisor: int) -> None:
+    """An orphaned instance (its harness died) must not process on unobserved: exit at once."""
+    while os.getppid() == supervisor:
+        time.sleep(ORPHAN_CHECK_S)
+    os._exit(EXIT_ORPHANED)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -39,6 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
+    threading.Thread(target=_exit_with_supervisor, args=(os.getppid(),), daemon=True).start()
 
     history = HistoryWriter(Path(config.run_dir), writer_name(args.instance, args.incarnation))
     identity = {"instance": args.instance, "incarnation": args.incarnation, "txn_id": args.txn_id}

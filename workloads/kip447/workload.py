@@ -162,7 +162,10 @@ class Kip447Workload:
         deadline = time.monotonic() + timeout
         last_report = time.monotonic()
         while True:
-            lag = self._group_lag()
+            try:
+                lag: int | str = self._group_lag()
+            except RuntimeError as exc:  # the query crashed; the next one may not
+                lag = f"unknown ({exc})"
             if lag == 0:
                 return True
             if time.monotonic() > deadline:
@@ -227,5 +230,5 @@ class Kip447Workload:
 
     def _group_lag(self) -> int:
         ends = end_offsets(self._admin, self.config.input_topic, committed=False)
-        committed = group_offsets(self._admin, self.config.group, self.config.input_topic)
+        committed = group_offsets(self.bootstrap, self.config.group, self.config.input_topic)
         return sum(end - (committed.get(p) or 0) for p, end in ends.items())
