@@ -44,17 +44,28 @@ class ClusterSpec:
 
 
 def broker_properties(
-    spec: ClusterSpec, plan: PortPlan, node_id: int, data_dir: Path
+    spec: ClusterSpec,
+    plan: PortPlan,
+    node_id: int,
+    data_dir: Path,
+    *,
+    bind_host: str = "127.0.0.1",
+    peer_proxy_host: str = "127.0.0.1",
 ) -> dict[str, str]:
+    """`bind_host`: where the node listens; `peer_proxy_host`: where the proxies of the
+    inter-broker and controller listeners listen (a container reaches the host's proxies at its
+    network's gateway, not at 127.0.0.1). Client proxies are always on 127.0.0.1."""
     ports = plan.nodes[node_id]
-    voters = ",".join(f"{v}@127.0.0.1:{plan.nodes[v].proxy['controller']}" for v in spec.voter_ids)
+    voters = ",".join(
+        f"{v}@{peer_proxy_host}:{plan.nodes[v].proxy['controller']}" for v in spec.voter_ids
+    )
     is_voter = node_id in spec.voter_ids
     listeners = [
-        f"CLIENT://127.0.0.1:{ports.real['client']}",
-        f"INTERNAL://127.0.0.1:{ports.real['internal']}",
+        f"CLIENT://{bind_host}:{ports.real['client']}",
+        f"INTERNAL://{bind_host}:{ports.real['internal']}",
     ]
     if is_voter:
-        listeners.append(f"CONTROLLER://127.0.0.1:{ports.real['controller']}")
+        listeners.append(f"CONTROLLER://{bind_host}:{ports.real['controller']}")
     rf = str(spec.replication_factor)
     min_isr = str(spec.min_insync_replicas)
     props = {
@@ -66,7 +77,7 @@ def broker_properties(
         # Everyone — clients and peers — is told the proxy address, never the real port.
         "advertised.listeners": (
             f"CLIENT://127.0.0.1:{ports.proxy['client']},"
-            f"INTERNAL://127.0.0.1:{ports.proxy['internal']}"
+            f"INTERNAL://{peer_proxy_host}:{ports.proxy['internal']}"
         ),
         "listener.security.protocol.map": ",".join(
             f"{name}:PLAINTEXT" for name in ("CLIENT", "INTERNAL", "CONTROLLER")

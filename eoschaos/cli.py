@@ -78,6 +78,17 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--kafka-version", default=None, help="Kafka version (default 4.3.1)")
     run.add_argument("--out", type=Path, default=None, help="run dir to create (new or empty)")
     run.add_argument("--spark-master", default=None, help="Spark master (default local[*])")
+    run.add_argument(
+        "--backend",
+        default="process",
+        help="process (JVMs on loopback, default) or containers (podman/Docker)",
+    )
+    run.add_argument("--image", default=None, help="Kafka image for --backend containers")
+
+    images = sub.add_parser("images", help="container images for --backend containers")
+    images_sub = images.add_subparsers(dest="images_command", required=True, parser_class=_Parser)
+    build = images_sub.add_parser("build", help="build eoschaos/kafka:<version> without a registry")
+    build.add_argument("--kafka-version", default=None, help="Kafka version (default 4.3.1)")
 
     check = sub.add_parser("check", help="re-check a run directory: verdict.json + report.html")
     check.add_argument("run_dir", type=Path)
@@ -176,7 +187,13 @@ def cmd_cleanup(args: argparse.Namespace) -> int:
         targets = [args.run_dir]
     else:
         targets = registered_run_dirs()
+    from clusters.containers_backend import cleanup_containers
+
     total = 0
+    removed = cleanup_containers(args.run_dir)
+    if removed:
+        total += len(removed)
+        print(f"containers: removed {', '.join(removed)}")
     for run_dir in targets:
         stopped = stop_run_dir(run_dir)
         total += len(stopped)
@@ -225,6 +242,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         instances=args.instances,
         partitions=args.partitions,
         kafka_version=version,
+        backend=args.backend,
+        image=args.image,
     )
     config.validate()
     run_dir = new_run_dir(args.out, f"{config.workload}-{config.mode}")
@@ -237,6 +256,15 @@ def cmd_run(args: argparse.Namespace) -> int:
             f"{exc} (the history so far is kept; `eoschaos check {run_dir}` judges it)"
         ) from exc
     return _finish(judge_run(run_dir, spark_master=args.spark_master), run_dir)
+
+
+def cmd_images(args: argparse.Namespace) -> int:
+    from clusters import kafka_dist
+    from clusters.images import build_image
+    from clusters.process_backend import progress_to_stderr
+
+    print(build_image(kafka_dist.resolve(args.kafka_version), progress_to_stderr))
+    return EXIT_OK
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -275,6 +303,7 @@ def main(argv: list[str] | None = None) -> int:
             "demo": cmd_demo,
             "run": cmd_run,
             "check": cmd_check,
+            "images": cmd_images,
         }[args.command]
         return handler(args)
     except BaseException as exc:

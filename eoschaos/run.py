@@ -27,6 +27,7 @@ from eoschaos.history import write_manifest
 from workloads.kip447.workload import MODES, Kip447Config, Kip447Workload
 
 WORKLOADS = {"kip447": MODES}
+BACKENDS = ("process", "containers")
 CATCH_UP_TIMEOUT_S = 90.0
 SCHEDULE_OVERRUN_S = 120.0
 GROUP_JOIN_TIMEOUT_S = 60.0
@@ -48,6 +49,8 @@ class RunConfig:
     partitions: int = 6
     brokers: int = 3
     kafka_version: str = kafka_dist.DEFAULT_KAFKA_VERSION
+    backend: str = "process"
+    image: str | None = None
     input_topic: str = "input-topic"
     output_topic: str = "output-topic"
     group: str = "eoschaos-kip447"
@@ -61,6 +64,10 @@ class RunConfig:
             modes = ", ".join(WORKLOADS[self.workload])
             raise EoschaosError(
                 f"unknown mode {self.mode!r} for {self.workload}; choose from {modes}"
+            )
+        if self.backend not in BACKENDS:
+            raise EoschaosError(
+                f"unknown backend {self.backend!r}; choose from {', '.join(BACKENDS)}"
             )
         if self.duration <= 0:
             raise EoschaosError(f"--duration must be > 0 seconds, got {self.duration:g}")
@@ -78,6 +85,8 @@ class RunConfig:
         line += ["--duration", f"{self.duration:g}", "--seed", str(self.seed)]
         line += ["--records", str(self.records), "--instances", str(self.instances)]
         line += ["--partitions", str(self.partitions), "--kafka-version", self.kafka_version]
+        if self.backend != "process":
+            line += ["--backend", self.backend] + (["--image", self.image] if self.image else [])
         return line
 
     def schedule(self) -> list[FaultEvent]:
@@ -142,9 +151,16 @@ def record_run(
     if cluster is None:
         dist = kafka_dist.resolve(config.kafka_version)
         spec = ClusterSpec(brokers=config.brokers, kafka_version=dist.version)
-        cluster = ProcessCluster(
-            run_dir / "cluster", spec, dist, toxiproxy.server_binary(), progress=progress
-        )
+        if config.backend == "containers":
+            from clusters.containers_backend import ContainerCluster
+
+            cluster = ContainerCluster(
+                run_dir / "cluster", spec, dist, image=config.image, progress=progress
+            )
+        else:
+            cluster = ProcessCluster(
+                run_dir / "cluster", spec, dist, toxiproxy.server_binary(), progress=progress
+            )
     try:
         if own_cluster:
             cluster.start()

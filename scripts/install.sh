@@ -26,3 +26,5 @@ fi
 read -r current last3x < <(.venv/bin/python -c \
   'from clusters.kafka_dist import DEFAULT_KAFKA_VERSION as d, LATEST_3X_VERSION as l; print(d, l)')
 .venv/bin/eoschaos install --kafka-version "$current" --kafka-version "$last3x" >&2
+# The containers backend: podman with eoschaos' private configuration (a no-op where Docker runs).
+bash scripts/setup_podman.sh

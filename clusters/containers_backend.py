@@ -1,0 +1,578 @@
+"""The same KRaft cluster as clusters.process_backend, each node a container (testcontainers).
+
+Topology (docs/containers.md has the reasoning):
+
+    clients ──► 127.0.0.1:<client proxy> ──┐
+                                            ├─ Toxiproxy (host process) ─► 127.0.0.1:<real port>
+    node ──► <gateway>:<peer proxy> ───────┘   published by the runtime ─► container:<real port>
+
+- One network per cluster, made with the runtime's CLI (`--disable-dns`, a fixed /24 subnet),
+  each node a plain `DockerContainer` with a static IP and MAC on it: a restarted node is
+  reachable at once (no stale ARP, no DNS to wait for).
+- Toxiproxy is the host binary of the process backend. Client proxies listen on 127.0.0.1;
+  inter-broker and controller proxies listen on the network's gateway address, the host's side
+  of the bridge, which is the only host address the containers can reach. Every proxy's upstream
+  is the node's port published on 127.0.0.1, so the host never dials container addresses: when
+  the bridge is down a dialled container address would be routed off the machine.
+- Nodes listen on their own address inside the network, on the same port numbers as the process
+  backend's real ports; data and logs are host directories mounted at the same path, so the
+  node's server.properties is formatted on the host and read in the container unchanged.
+- Everything this module creates carries the label `eoschaos.run=<run_dir>`; `stop()` removes it
+  (also on exceptions and Ctrl-C), `cleanup_containers()` removes leftovers by label.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import json
+import subprocess
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict
+from pathlib import Path
+
+from confluent_kafka import KafkaError, KafkaException
+from docker.errors import APIError, NotFound
+from docker.models.containers import Container
+
+from clusters import admin, toxiproxy
+from clusters.broker_config import ClusterSpec, broker_properties, render_properties
+from clusters.container_runtime import Runtime, connect, detect_runtime, last_line, require_runtime
+from clusters.container_runtime import stop_api_service as _stop_api_service
+from clusters.images import KAFKA_LIBS, image_tag
+from clusters.kafka_dist import KafkaDistribution, java_binary, java_major_version
+from clusters.ports import LINKS, plan_ports
+from clusters.process_backend import (
+    CLUSTER_FILE,
+    ClusterInfo,
+    ProcessCluster,
+    new_cluster_id,
+    progress_to_stderr,
+    stop_run_dir,
+)
+from eoschaos.errors import EoschaosError
+
+RUN_LABEL = "eoschaos.run"
+NODE_LABEL = "eoschaos.node"
+PUBLIC_IMAGE = "docker.io/apache/kafka"
+# Candidate subnets: 10.213.0.0/24 .. 10.213.255.0/24, the first not in use is taken.
+_AUTO_SUBNETS = ipaddress.ip_network("10.213.0.0/16")
+_FIRST_NODE_HOST = 10  # node i gets the subnet's address .(10 + i); .1 is the gateway
+_BROKER_JVM = [
+    "-Xms256m",
+    "-Xmx1g",
+    "-XX:+UseG1GC",
+    "-XX:MaxGCPauseMillis=20",
+    "-Djava.awt.headless=true",
+]
+_NOT_KAFKA = ("Could not find or load main class kafka.Kafka", "ClassNotFoundException")
+_SIGKILL_EXIT = 137
+# Kafka's log configs (package data of clusters/), mounted read-only where the JVM flags say.
+_LOG_CONFIGS = Path(__file__).parent / "log_configs"
+
+
+def default_image(version: str, runtime: Runtime) -> str:
+    """The image `eoschaos images build` made for `version` if the runtime has it, else the
+    public apache/kafka image of that version (pulled on machines with a registry)."""
+    local = image_tag(version)
+    if runtime.run("image", "inspect", local, check=False).returncode == 0:
+        return local
+    return f"{PUBLIC_IMAGE}:{version}"
+
+
+def _run_digest(run_dir: Path) -> str:
+    return hashlib.sha1(str(run_dir).encode()).hexdigest()[:10]
+
+
+class ContainerCluster(ProcessCluster):
+    """A drop-in for ProcessCluster whose nodes are containers; proxies, waits and the "who
+    leads what" questions are inherited unchanged, node operations act on the containers."""
+
+    def __init__(
+        self,
+        run_dir: Path,
+        spec: ClusterSpec,
+        dist: KafkaDistribution,
+        image: str | None = None,
+        progress: Callable[[str], None] = progress_to_stderr,
+        subnet: str | None = None,
+        runtime: Runtime | None = None,
+    ) -> None:
+        super().__init__(
+            run_dir, spec, dist, toxiproxy.server_binary(), progress, class_sharing=False
+        )
+        self.requested_image = image
+        self.image: str | None = None
+        self.requested_subnet = subnet
+        self.runtime = runtime
+        self.subnet: ipaddress.IPv4Network | None = None
+        self.network_name = f"eoschaos-{_run_digest(self.run_dir)}"
+        self._containers: dict[int, Container] = {}
+
+    @classmethod
+    def attach(
+        cls, run_dir: Path, progress: Callable[[str], None] = progress_to_stderr
+    ) -> ContainerCluster:
+        raise EoschaosError(
+            f"{run_dir} is a containers cluster; it is operated only by the process that started "
+            f"it (stop it with `eoschaos cleanup {run_dir}`)"
+        )
+
+    # ----------------------------------------------------------------- addresses
+
+    @property
+    def gateway(self) -> str:
+        assert self.subnet is not None
+        return str(self.subnet.network_address + 1)
+
+    def node_ip(self, node_id: int) -> str:
+        assert self.subnet is not None
+        return str(self.subnet.network_address + _FIRST_NODE_HOST + node_id)
+
+    def node_mac(self, node_id: int) -> str:
+        """Locally administered, derived from the IP: the same on every (re)start."""
+        octets = ipaddress.ip_address(self.node_ip(node_id)).packed
+        return "02:ec:" + ":".join(f"{b:02x}" for b in octets)
+
+    def container_name(self, node_id: int) -> str:
+        return f"{self.network_name}-node-{node_id}"
+
+    # ----------------------------------------------------------------- lifecycle
+
+    def start(self, timeout: float = 180.0) -> ClusterInfo:
+        """Network, Toxiproxy, containers, proxies; wait until ready. On failure remove all."""
+        self._t0 = time.monotonic()
+        self.runtime = self.runtime or require_runtime()
+        if self.dist.major >= 4 and java_major_version(java_binary()) < 17:
+            raise EoschaosError(f"Kafka {self.dist.version} needs Java 17+; set JAVA_HOME to one")
+        connect(self.runtime)
+        self.image = self.requested_image or default_image(self.dist.version, self.runtime)
+        self.plan = plan_ports(self.spec.node_ids, self.spec.base_port)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            return self._start(timeout)
+        except BaseException:
+            self._say("start failed; removing everything that was created")
+            self.stop()
+            raise
+
+    def _start(self, timeout: float) -> ClusterInfo:
+        assert self.plan is not None and self.image is not None
+        self._require_image()
+        self._create_network()
+        self._start_toxiproxy()
+        cluster_id = new_cluster_id()
+        for node_id in self.spec.node_ids:
+            self._write_node_config(node_id)
+        self._say(f"formatting {len(self.spec.node_ids)} KRaft log dirs on the host")
+        with ThreadPoolExecutor(max_workers=len(self.spec.node_ids)) as pool:
+            list(pool.map(lambda n: self._format(n, cluster_id), self.spec.node_ids))
+            # Creating a container takes podman seconds on a busy machine; do them at once.
+            list(pool.map(self.start_node, self.spec.node_ids))
+        # Only now does the bridge (and so the gateway address) exist on the host.
+        self._create_proxies()
+        self._say(f"started {len(self.spec.node_ids)} containers ({self.image}); waiting")
+        deadline = time.monotonic() + timeout
+        expected = set(self.spec.node_ids)
+        admin.wait_healthy(self.bootstrap, expected, timeout, self._watchdog_progress)
+        self._say("brokers registered; creating and probing the internal topics")
+        self._probe_internal_topics(deadline)
+        admin.wait_healthy(
+            self.bootstrap, expected, max(5.0, deadline - time.monotonic()), self._watchdog_progress
+        )
+        features = admin.finalized_features(self.dist, self.bootstrap)
+        self.info = ClusterInfo(
+            run_dir=str(self.run_dir),
+            backend="containers",
+            bootstrap_servers=self.bootstrap,
+            toxiproxy_api=self.toxiproxy.url,
+            kafka_version=self.dist.version,
+            metadata_version=features.get("metadata.version", "unknown"),
+            transaction_version=features["transaction.version"],
+            broker_ids=self.spec.node_ids,
+            controller_ids=self.spec.voter_ids,
+            base_port=self.plan.toxiproxy_api,
+            kafka_libs=str(self.dist.libs),
+            replication_factor=self.spec.replication_factor,
+            ready_seconds=round(time.monotonic() - self._t0, 2),
+            features=features,
+        )
+        (self.run_dir / CLUSTER_FILE).write_text(json.dumps(asdict(self.info), indent=2) + "\n")
+        (self.run_dir / "containers.json").write_text(
+            json.dumps(
+                {
+                    "runtime": self.runtime.name if self.runtime else None,
+                    "image": self.image,
+                    "network": self.network_name,
+                    "subnet": str(self.subnet),
+                    "gateway": self.gateway,
+                    "nodes": {
+                        n: {"container": self.container_name(n), "ip": self.node_ip(n)}
+                        for n in self.spec.node_ids
+                    },
+                },
+                indent=2,
+            )
+            + "\n"
+        )
+        self._say(
+            f"ready: Kafka {self.dist.version} in containers, metadata.version "
+            f"{self.info.metadata_version}, transaction.version {self.info.transaction_version}"
+        )
+        return self.info
+
+    def _probe_internal_topics(self, deadline: float) -> None:
+        """admin.probe_internal_topics, once more if librdkafka dropped its bootstrap connection
+        under the request (_DESTROY_BROKER: seen when it swaps bootstrap handles for the brokers
+        that metadata names, right after the brokers registered)."""
+        for attempt in (1, 2):
+            try:
+                admin.probe_internal_topics(
+                    self.bootstrap,
+                    self.spec.replication_factor,
+                    max(10.0, deadline - time.monotonic()),
+                )
+                return
+            except KafkaException as exc:
+                if exc.args[0].code() != KafkaError._DESTROY_BROKER or attempt == 2:
+                    raise
+
+    def _require_image(self) -> None:
+        """The image is present, or pullable; otherwise say how to get one."""
+        assert self.runtime is not None and self.image is not None
+        if self.runtime.run("image", "inspect", self.image, check=False).returncode == 0:
+            return
+        self._say(f"pulling {self.image}")
+        pull = self.runtime.run("pull", self.image, check=False, timeout=600)
+        if pull.returncode != 0:
+            raise EoschaosError(
+                f"image {self.image} is not available locally and could not be pulled "
+                f"({last_line(pull.stderr)}); build one with `eoschaos images build "
+                f"--kafka-version {self.dist.version}` (tag {image_tag(self.dist.version)})"
+            )
+
+    def _create_network(self) -> None:
+        """A dedicated network without DNS, on the requested subnet or the first free one."""
+        assert self.runtime is not None
+        used = _subnets_in_use(self.runtime)
+        if self.requested_subnet is not None:
+            try:
+                subnet = ipaddress.ip_network(self.requested_subnet)
+            except ValueError:
+                raise EoschaosError(
+                    f"--subnet {self.requested_subnet} is not an IPv4 network; use e.g. "
+                    "10.213.5.0/24"
+                ) from None
+            needed = _FIRST_NODE_HOST + len(self.spec.node_ids) + 2
+            if not isinstance(subnet, ipaddress.IPv4Network) or subnet.num_addresses < needed:
+                raise EoschaosError(
+                    f"--subnet {subnet} is not IPv4 or too small for {len(self.spec.node_ids)} "
+                    "nodes; use a /24 such as 10.213.5.0/24"
+                )
+            clash = next((u for u in used if u.overlaps(subnet)), None)
+            if clash is not None:
+                raise EoschaosError(
+                    f"subnet {subnet} overlaps {clash}, already in use on this machine; pass "
+                    "another --subnet, or remove leftovers with `eoschaos cleanup`"
+                )
+            candidates = [subnet]
+        else:
+            candidates = [
+                s
+                for s in _AUTO_SUBNETS.subnets(new_prefix=24)
+                if not any(s.overlaps(u) for u in used)
+            ]
+        for subnet in candidates:
+            args = ["network", "create", "--subnet", str(subnet)]
+            args += ["--gateway", str(subnet.network_address + 1)]
+            args += ["--label", f"{RUN_LABEL}={self.run_dir}"]
+            if self.runtime.name == "podman":
+                args.append("--disable-dns")  # aardvark-dns stalls ~40 s after a restart
+            proc = self.runtime.run(*args, self.network_name, check=False)
+            if proc.returncode == 0:
+                self.subnet = subnet  # type: ignore[assignment]
+                return
+            if "already exists" in proc.stderr or self.requested_subnet is not None:
+                raise EoschaosError(
+                    f"creating network {self.network_name} on {subnet} failed "
+                    f"({last_line(proc.stderr)}); pass another --subnet or run `eoschaos cleanup`"
+                )
+        raise EoschaosError(
+            f"no free /24 subnet in {_AUTO_SUBNETS} for the cluster network; remove leftovers "
+            "with `eoschaos cleanup` or pass --subnet"
+        )
+
+    def _create_proxies(self) -> None:
+        """Client proxies on 127.0.0.1; peer proxies on the gateway; all to published ports."""
+        assert self.plan is not None
+        for node_id, ports in self.plan.nodes.items():
+            for link in LINKS:
+                if link == "controller" and node_id not in self.spec.voter_ids:
+                    continue
+                host = "127.0.0.1" if link == "client" else self.gateway
+                self.toxiproxy.create_proxy(
+                    self.proxy_name(node_id, link),
+                    listen=f"{host}:{ports.proxy[link]}",
+                    upstream=f"127.0.0.1:{ports.real[link]}",
+                )
+
+    def _write_node_config(self, node_id: int) -> None:
+        assert self.plan is not None
+        node_dir = self.node_dir(node_id)
+        (node_dir / "logs").mkdir(parents=True, exist_ok=True)
+        props = broker_properties(
+            self.spec,
+            self.plan,
+            node_id,
+            node_dir / "data",
+            bind_host=self.node_ip(node_id),
+            peer_proxy_host=self.gateway,
+        )
+        (node_dir / "server.properties").write_text(render_properties(props))
+
+    def _watchdog_progress(self, message: str) -> None:
+        """Report progress; fail fast if a node container exited instead of waiting it out."""
+        for node_id, container in self._containers.items():
+            container.reload()
+            if container.status not in ("running", "paused", "created"):
+                logs = container.logs(tail=40).decode(errors="replace")
+                if any(marker in logs for marker in _NOT_KAFKA):
+                    raise EoschaosError(
+                        f"image {self.image} is not a Kafka image (no kafka.Kafka on "
+                        f"{KAFKA_LIBS}); pass an apache/kafka image or build one with "
+                        f"`eoschaos images build --kafka-version {self.dist.version}`"
+                    )
+                log = self.node_dir(node_id) / "logs" / "server.log"
+                raise admin.ClusterNotReady(
+                    f"container of node {node_id} exited during start ({last_line(logs)}); "
+                    f"see {log}"
+                )
+        self._say(message)
+
+    def stop(self) -> None:
+        """Remove this cluster's containers and network, then stop Toxiproxy. Logs stay."""
+        with ThreadPoolExecutor(max_workers=max(1, len(self._containers))) as pool:
+            list(pool.map(self._remove_container, list(self._containers)))
+        self._containers.clear()
+        removed = _remove_labelled(self.runtime, self.run_dir) if self.runtime else []
+        stopped = stop_run_dir(self.run_dir)
+        if removed or stopped:
+            self._say(
+                f"removed {', '.join(removed + stopped)}; logs and data kept in {self.run_dir}"
+            )
+
+    def _remove_container(self, node_id: int) -> None:
+        """Keep the container's own output (stdout.log), then remove it with its volumes."""
+        container = self._containers[node_id]
+        try:
+            logs = container.logs()
+            (self.node_dir(node_id) / "logs" / "stdout.log").write_bytes(logs)
+            container.reload()
+            if container.status == "paused":
+                container.unpause()  # a paused container cannot be stopped
+            container.remove(force=True, v=True)
+        except NotFound:
+            pass
+
+    # ----------------------------------------------------------------- node operations
+
+    def _container(self, node_id: int) -> Container | None:
+        container = self._containers.get(node_id)
+        if container is not None:
+            try:
+                container.reload()
+            except NotFound:
+                return None
+        return container
+
+    def node_alive(self, node_id: int) -> bool:
+        container = self._container(node_id)
+        return container is not None and container.status in ("running", "paused")
+
+    def node_pid(self, node_id: int) -> int | None:
+        """The broker JVM's PID on the host (the container's init process)."""
+        container = self._container(node_id)
+        if container is None or container.status not in ("running", "paused"):
+            return None
+        return int(container.attrs["State"]["Pid"]) or None
+
+    def start_node(self, node_id: int) -> None:
+        """Create and start the node's container, or start it again (same container, same
+        address, same data)."""
+        if self.node_alive(node_id):
+            raise RuntimeError(f"node {node_id} is already running")
+        container = self._container(node_id)
+        try:
+            if container is None:
+                self._containers[node_id] = self._create_container(node_id)
+            else:
+                container.start()
+        except APIError as exc:
+            if "not found" in str(exc) and "java" in str(exc):
+                raise EoschaosError(
+                    f"image {self.image} is not a Kafka image (no `java` on its PATH); pass an "
+                    f"apache/kafka image or build one with `eoschaos images build`"
+                ) from None
+            raise
+
+    def _create_container(self, node_id: int) -> Container:
+        from testcontainers.core.container import DockerContainer
+
+        assert self.plan is not None and self.image is not None
+        node_dir = self.node_dir(node_id)
+        command = [
+            *_BROKER_JVM,
+            *self.dist.logging_args(node_dir / "logs"),
+            "-cp",
+            f"{KAFKA_LIBS}/*",
+            "kafka.Kafka",
+            str(node_dir / "server.properties"),
+        ]
+        container = (
+            DockerContainer(self.image)
+            .with_name(self.container_name(node_id))
+            .with_command(command)
+            # Same paths inside as outside: server.properties, data and logs need no rewriting.
+            .with_volume_mapping(str(node_dir), str(node_dir), "rw")
+            .with_volume_mapping(str(_LOG_CONFIGS), str(_LOG_CONFIGS), "ro")
+            .with_kwargs(
+                entrypoint=["java"],
+                user="0",  # the data dirs on the host are root's; apache/kafka runs as appuser
+                hostname=f"node-{node_id}",
+                labels={RUN_LABEL: str(self.run_dir), NODE_LABEL: str(node_id)},
+                network=self.network_name,
+                networking_config={
+                    self.network_name: {
+                        "IPAMConfig": {"IPv4Address": self.node_ip(node_id)},
+                        "MacAddress": self.node_mac(node_id),
+                    }
+                },
+            )
+        )
+        for link, port in self.plan.nodes[node_id].real.items():
+            if link == "controller" and node_id not in self.spec.voter_ids:
+                continue
+            container.ports[f"{port}/tcp"] = ("127.0.0.1", port)  # type: ignore[assignment]
+        container.start()
+        return container.get_wrapped_container()
+
+    def kill_node(self, node_id: int) -> None:
+        """SIGKILL the broker: no controlled shutdown; the container and its data stay."""
+        container = self._container(node_id)
+        if container is None or container.status not in ("running", "paused"):
+            return
+        if container.status == "paused":
+            container.unpause()
+        container.kill()
+        container.wait(timeout=30)
+
+    def stop_node(self, node_id: int, timeout: float = 30.0) -> bool:
+        """SIGTERM (controlled shutdown), SIGKILL after `timeout`. True if it exited on TERM."""
+        container = self._container(node_id)
+        if container is None or container.status not in ("running", "paused"):
+            return True
+        if container.status == "paused":
+            container.unpause()
+        container.stop(timeout=int(timeout))
+        container.reload()
+        return container.attrs["State"]["ExitCode"] != _SIGKILL_EXIT
+
+    def pause_node(self, node_id: int) -> None:
+        """Freeze the container (cgroup freezer): sockets stay open, nothing answers."""
+        container = self._container(node_id)
+        if container is None or container.status != "running":
+            raise RuntimeError(f"node {node_id} is not running")
+        container.pause()
+
+    def resume_node(self, node_id: int) -> None:
+        container = self._container(node_id)
+        if container is None or container.status not in ("running", "paused"):
+            raise RuntimeError(f"node {node_id} is not running")
+        if container.status == "paused":
+            container.unpause()
+
+    def disconnect_node(self, node_id: int) -> None:
+        """Take the node off the network: peers, clients and controllers all lose it silently
+        (packets vanish; connections hang until their timeouts), while the JVM runs on."""
+        assert self.runtime is not None
+        self.runtime.run("network", "disconnect", self.network_name, self.container_name(node_id))
+
+    def connect_node(self, node_id: int) -> None:
+        """Put the node back on the network at its own address and MAC."""
+        assert self.runtime is not None
+        args = ["network", "connect", "--ip", self.node_ip(node_id)]
+        if self.runtime.name == "podman":
+            args += ["--mac-address", self.node_mac(node_id)]
+        self.runtime.run(*args, self.network_name, self.container_name(node_id))
+
+
+def _subnets_in_use(runtime: Runtime) -> list[ipaddress.IPv4Network]:
+    """Subnets of every network the runtime has, and of every route on the host."""
+    used: list[ipaddress.IPv4Network] = []
+    names = runtime.run("network", "ls", "--format", "{{.Name}}").stdout.split()
+    if names:
+        inspect = runtime.run("network", "inspect", *names).stdout
+        for network in json.loads(inspect or "[]"):
+            subnets = network.get("subnets") or network.get("IPAM", {}).get("Config") or []
+            for entry in subnets:
+                text = entry.get("subnet") or entry.get("Subnet")
+                if text and ":" not in text:
+                    used.append(ipaddress.ip_network(text, strict=False))
+    routes = subprocess.run(["ip", "-4", "route"], capture_output=True, text=True, check=False)
+    for line in routes.stdout.splitlines():
+        first = line.split()[0] if line.split() else ""
+        if first and first != "default":
+            try:
+                used.append(ipaddress.ip_network(first, strict=False))
+            except ValueError:
+                continue
+    return used
+
+
+def _remove_labelled(runtime: Runtime, run_dir: Path | None) -> list[str]:
+    """Remove containers (with their anonymous volumes) and networks labelled with `run_dir`
+    (any eoschaos run if None); return their names."""
+    label = RUN_LABEL if run_dir is None else f"{RUN_LABEL}={run_dir}"
+    removed: list[str] = []
+    listed = runtime.run("ps", "-a", "--filter", f"label={label}", "--format", "{{.Names}}")
+    containers = listed.stdout.split()
+    for name in containers:
+        state = runtime.run("inspect", "--format", "{{.State.Status}}", name, check=False)
+        if state.stdout.strip() == "paused":
+            runtime.run("unpause", name, check=False)
+    if containers:
+        runtime.run("rm", "-f", "-v", *containers, check=False, timeout=300)
+        removed += containers
+    networks = runtime.run("network", "ls", "--filter", f"label={label}", "--format", "{{.Name}}")
+    for name in networks.stdout.split():
+        if runtime.run("network", "rm", name, check=False).returncode == 0:
+            removed.append(name)
+    return removed
+
+
+def cleanup_containers(run_dir: Path | None = None) -> list[str]:
+    """Remove what crashed or killed runs left: containers, networks, their Toxiproxy, and
+    (with no `run_dir`) the podman API service. Returns what was removed or stopped."""
+    runtime = detect_runtime()
+    if runtime is None:
+        return stop_run_dir(run_dir) if run_dir is not None else []
+    run_dirs = _run_dirs_of_leftovers(runtime) if run_dir is None else {run_dir}
+    removed = _remove_labelled(runtime, run_dir)
+    for directory in sorted(run_dirs):
+        removed += stop_run_dir(directory)
+    if run_dir is None and runtime.managed_service and _stop_api_service():
+        removed.append("podman-api")
+    return removed
+
+
+def _run_dirs_of_leftovers(runtime: Runtime) -> set[Path]:
+    """Run dirs named by the labels of eoschaos' networks (every cluster has exactly one)."""
+    listed = runtime.run("network", "ls", "--filter", f"label={RUN_LABEL}", "--format", "{{.Name}}")
+    names = listed.stdout.split()
+    if not names:
+        return set()
+    inspect = json.loads(runtime.run("network", "inspect", *names).stdout or "[]")
+    labels = [network.get("labels") or network.get("Labels") or {} for network in inspect]
+    return {Path(label[RUN_LABEL]) for label in labels if RUN_LABEL in label}
