@@ -23,6 +23,7 @@ from clusters.process_backend import ProcessCluster
 from eoschaos.history import HistoryWriter
 
 HEAL_TIMEOUT_S = 120.0
+ZOMBIE_TRIGGER_WAIT_S = 5.0
 
 
 class Instances(Protocol):
@@ -151,6 +152,29 @@ class Nemesis:
         self.instances.kill_instance(instance)
         return lambda: None  # the workload's supervisor starts the replacement
 
-    def _zombie_instance(self, instance: int, _params: dict[str, Any]) -> Callable[[], None]:
+    def _zombie_instance(self, instance: int, params: dict[str, Any]) -> Callable[[], None]:
+        """Freeze the instance in the middle of a transaction — records consumed, output
+        produced, nothing committed yet — the moment that makes a zombie dangerous. A pause
+        that lands between batches only costs the instance its partitions."""
+        params["mid_transaction"] = self._await_transaction(instance, ZOMBIE_TRIGGER_WAIT_S)
         self.instances.pause_instance(instance)
         return lambda: self.instances.resume_instance(instance)
+
+    def _await_transaction(self, instance: int, timeout: float) -> bool:
+        """Follow the instance's live history until it produces a batch (True), or timeout."""
+        files = sorted(
+            (self.history.path.parent).glob(f"processor-{instance}.*.jsonl"),
+            key=lambda path: path.stat().st_mtime,
+        )
+        if not files:
+            return False
+        deadline = time.monotonic() + timeout
+        with files[-1].open() as live:
+            live.seek(0, 2)
+            while time.monotonic() < deadline:
+                line = live.readline()
+                if not line:
+                    time.sleep(0.002)
+                elif '"f":"produce"' in line and '"type":"ok"' in line:
+                    return True
+        return False

@@ -17,8 +17,10 @@ INSTANCE_FAULTS = ("crash", "zombie")
 FAULTS = BROKER_FAULTS + INSTANCE_FAULTS
 
 # How long each fault holds, in seconds (a crash is instantaneous: the supervisor heals it).
-# A zombie must outlast the processors' session timeout (6 s) so the group rebalances.
-DEFAULT_DURATION = {"kill": 6.0, "latency": 6.0, "crash": 0.0, "zombie": 10.0}
+# A zombie must outlast the processors' session timeout (6 s, expired by 7.5 s at the latest)
+# so the group rebalances, and come back before its open transaction and queued records time
+# out (20 s / 15 s in kip447) so it still tries to finish them: the attempt fencing must reject.
+DEFAULT_DURATION = {"kill": 6.0, "latency": 6.0, "crash": 0.0, "zombie": 8.5}
 DEFAULT_PARAMS: dict[str, dict[str, Any]] = {"latency": {"latency_ms": 500, "jitter_ms": 100}}
 FIRST_FAULT_AT = 3.0  # let the pipeline get going before the first fault
 QUIET_TAIL = 5.0  # and leave it a little undisturbed time at the end

@@ -80,13 +80,16 @@ class HistoryWriter:
     """Appends events of one writer process to ``RUN_DIR/history/<process>.jsonl``.
 
     Thread-safe: librdkafka delivery callbacks and the main loop may record concurrently.
-    A background thread flushes every FLUSH_INTERVAL_S so idle writers lose nothing either.
+    A background thread flushes every FLUSH_INTERVAL_S so idle writers lose nothing either;
+    `flush_each` writers (processors: a few events per transaction) flush every event, so
+    others can follow their progress live (the nemesis times its zombie pauses by it).
     """
 
-    def __init__(self, run_dir: Path, process: str) -> None:
+    def __init__(self, run_dir: Path, process: str, *, flush_each: bool = False) -> None:
         directory = Path(run_dir) / HISTORY_DIR
         directory.mkdir(parents=True, exist_ok=True)
         self.process = process
+        self.flush_each = flush_each  # low-volume writers: every event on disk at once
         self.path = directory / f"{process}.jsonl"
         self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         self._pending: list[str] = []
@@ -106,6 +109,8 @@ class HistoryWriter:
         line = json.dumps(event, separators=(",", ":")) + "\n"
         with self._lock:
             self._pending.append(line)
+        if self.flush_each:
+            self.flush()
 
     def flush(self) -> None:
         with self._lock:

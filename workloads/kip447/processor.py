@@ -57,7 +57,9 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(sig, lambda *_: stop.set())
     threading.Thread(target=_exit_with_supervisor, args=(os.getppid(),), daemon=True).start()
 
-    history = HistoryWriter(Path(config.run_dir), writer_name(args.instance, args.incarnation))
+    history = HistoryWriter(
+        Path(config.run_dir), writer_name(args.instance, args.incarnation), flush_each=True
+    )
     identity = {"instance": args.instance, "incarnation": args.incarnation, "txn_id": args.txn_id}
     try:
         if config.mode == "alos":

@@ -27,8 +27,11 @@ from workloads.kip447.config import EXIT_HUNG, ProcessorConfig
 from workloads.kip447.group_member import GroupMember, offsets_field
 from workloads.kip447.lineage import TransactionTag, lineage_headers, transform
 
-TRANSACTION_TIMEOUT_MS = 10000  # short, as Kafka's example says, so pending offsets clear fast
-MESSAGE_TIMEOUT_MS = 8000  # below the transaction timeout, as librdkafka requires
+# Short enough that an abandoned transaction clears quickly, long enough that an instance frozen
+# mid-transaction past its session timeout (a zombie, ~8.5 s) comes back with its transaction
+# and its queued records still alive and tries to finish them — the attempt fencing must reject.
+TRANSACTION_TIMEOUT_MS = 20000
+MESSAGE_TIMEOUT_MS = 15000  # below the transaction timeout, as librdkafka requires
 OPERATION_TIMEOUT_S = 30.0
 HANG_LIMIT_S = OPERATION_TIMEOUT_S + 15.0  # a call still blocked by then ignores its timeout
 FENCING_ERRORS = {KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH}

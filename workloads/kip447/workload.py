@@ -41,7 +41,7 @@ REPLICATION_FACTOR = 3
 PROCESSOR_STOP_TIMEOUT_S = 20.0
 OBSERVER_DRAIN_TIMEOUT_S = 60.0
 SCAN_TIMEOUT_S = 120.0
-SETTLE_TIMEOUT_S = 20.0  # transaction.timeout.ms (10 s) plus time to write the abort markers
+SETTLE_TIMEOUT_S = 30.0  # transaction.timeout.ms (20 s) plus time to write the abort markers
 PROGRESS_INTERVAL_S = 5.0
 
 
