@@ -1,0 +1,121 @@
+"""Exactly-once delivery: every input record is reflected exactly once in the committed output.
+
+One pass: sends, the final committed input scan and the final committed output scan are
+unioned and grouped by record id, and every delivery check is a condition on that one row per
+id. A record's place (partition, offset) travels as one long so min/max can tell one copy from
+two without collecting lists.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from checkers.census import FINAL_COMMITTED
+from checkers.findings import explode_findings, finding
+from checkers.history_io import History
+
+DESCRIPTIONS = {
+    "delivery.lost": "An acknowledged input record (or one in the final input scan) has no "
+    "record in the final committed output.",
+    "delivery.duplicate": "One input record is reflected more than once in the final committed "
+    "output.",
+    "delivery.phantom": "A committed output record names a source id that was never sent and "
+    "is not in the input.",
+    "delivery.duplicate-input": "The input topic holds one record id at more than one offset "
+    "(a producer wrote a retried record twice).",
+}
+OFFSET_BITS = 40  # place = partition << 40 | offset: offsets below 2^40, partitions below 2^23
+
+
+def place(partition: str = "partition", offset: str = "offset") -> Column:
+    return F.shiftleft(F.col(partition).cast("long"), OFFSET_BITS) + F.col(offset)
+
+
+def _partition_of(place_column: str) -> Column:
+    return F.shiftright(F.col(place_column), OFFSET_BITS).cast("int")
+
+
+def _offset_of(place_column: str) -> Column:
+    return F.col(place_column).bitwiseAND((1 << OFFSET_BITS) - 1)
+
+
+def _at(place_column: str) -> Column:
+    return F.struct(
+        _partition_of(place_column).alias("partition"), _offset_of(place_column).alias("offset")
+    )
+
+
+def delivery_findings(history: History) -> DataFrame:
+    """Anomaly rows of the delivery checks."""
+    sends = history.kind("send").select(
+        "id",
+        F.lit(1).alias("sent"),
+        (F.col("type") == "ok").cast("int").alias("acked"),
+        F.when(F.col("type") == "ok", place()).alias("ack_place"),
+    )
+    final_scan = history.kind("read").filter(F.col("process") == FINAL_COMMITTED)
+    inputs = final_scan.filter(F.col("topic") == history.input_topic).select(
+        "id", place().alias("in_place")
+    )
+    outputs = final_scan.filter(F.col("topic") == history.output_topic).select(
+        "id", place().alias("out_place")
+    )
+    per_id = (
+        sends.unionByName(inputs, allowMissingColumns=True)
+        .unionByName(outputs, allowMissingColumns=True)
+        .groupBy("id")
+        .agg(
+            F.max("sent").alias("sent"),
+            F.max("acked").alias("acked"),
+            F.min("ack_place").alias("ack_place"),
+            F.count("in_place").alias("in_n"),
+            F.min("in_place").alias("in_first"),
+            F.max("in_place").alias("in_last"),
+            F.count("out_place").alias("out_n"),
+            F.min("out_place").alias("out_first"),
+            F.max("out_place").alias("out_last"),
+        )
+        .withColumn("exists", (F.col("acked") == 1) | (F.col("in_n") > 0))
+    )
+    identity = F.col("id").cast("double")
+    input_place = F.coalesce("in_first", "ack_place")
+    return explode_findings(
+        per_id.withColumn("input_place", input_place),
+        finding(
+            F.col("exists") & (F.col("out_n") == 0),
+            "delivery.lost",
+            identity,
+            id=F.col("id"),
+            partition=_partition_of("input_place"),
+            offset=_offset_of("input_place"),
+            acked=F.col("acked") == 1,
+        ),
+        finding(
+            F.col("out_first") != F.col("out_last"),
+            "delivery.duplicate",
+            identity,
+            id=F.col("id"),
+            copies=F.col("out_n"),
+            first=_at("out_first"),
+            last=_at("out_last"),
+        ),
+        finding(
+            (F.col("out_n") > 0) & F.col("sent").isNull() & (F.col("in_n") == 0),
+            "delivery.phantom",
+            identity,
+            id=F.col("id"),
+            partition=_partition_of("out_first"),
+            offset=_offset_of("out_first"),
+            copies=F.col("out_n"),
+        ),
+        finding(
+            F.col("in_first") != F.col("in_last"),
+            "delivery.duplicate-input",
+            identity,
+            id=F.col("id"),
+            copies=F.col("in_n"),
+            first=_at("in_first"),
+            last=_at("in_last"),
+        ),
+    )

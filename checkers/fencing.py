@@ -1,0 +1,86 @@
+"""Fencing: once a newer owner of an input partition committed, the older owner must not.
+
+Ownership is the consumer-group generation a transaction ran under (KIP-447 fences commits of
+a stale generation). A zombie write is a transaction whose records made it into the final
+committed output although its commit was invoked after a transaction of a higher generation on
+one of its input partitions had committed. Per input partition, one window in generation order
+gives every transaction the earliest commit of any higher generation; it runs on transactions,
+not records.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+from checkers.census import FINAL_COMMITTED
+from checkers.findings import explode_findings, finding
+from checkers.transactions import TXN_KEY
+
+DESCRIPTIONS = {
+    "fencing.zombie-write": "An older owner (lower generation) of an input partition committed "
+    "output after a newer owner of that partition had committed.",
+}
+
+
+def zombie_findings(txn_reads: DataFrame, txns: DataFrame) -> DataFrame:
+    """Anomaly rows of fencing.zombie-write, one per zombie transaction.
+
+    txn_reads: checkers.transactions.transaction_reads; its final-committed rows are the
+    transactions whose records are in the committed output. txns: the transaction table,
+    whose committed transactions are the possible newer owners."""
+    columns = [*TXN_KEY, "txn_id", "generation", "commit_invoked", "committed_at"]
+    in_output = txn_reads.filter(F.col("process") == FINAL_COMMITTED).select(
+        *columns, "partitions", F.col("seen").alias("records"), F.lit(True).alias("in_output")
+    )
+    committed = txns.filter(F.col("committed_at").isNotNull()).select(
+        *columns,
+        F.coalesce("partitions", F.array().cast("array<int>")).alias("partitions"),
+        F.lit(None).cast("long").alias("records"),
+        F.lit(False).alias("in_output"),
+    )
+    per_partition = (
+        in_output.unionByName(committed)
+        .filter(F.col("generation").isNotNull())
+        .select("*", F.explode("partitions").alias("partition"))
+    )
+    # Rows of strictly higher generation come first in -generation order: range up to -1.
+    higher = (
+        Window.partitionBy("partition")
+        .orderBy(-F.col("generation"))
+        .rangeBetween(Window.unboundedPreceding, -1)
+    )
+    newer_commit = F.when(
+        F.col("committed_at").isNotNull(),
+        F.struct(
+            F.col("committed_at").alias("at"),
+            F.col("generation").alias("generation"),
+            F.col("partition").alias("src_partition"),
+        ),
+    )
+    zombies = (
+        per_partition.withColumn("newer", F.min(newer_commit).over(higher))
+        .filter(F.col("in_output") & (F.col("newer.at") < F.col("commit_invoked")))
+        .groupBy(*TXN_KEY)
+        .agg(
+            F.max("txn_id").alias("txn_id"),
+            F.max("generation").alias("generation"),
+            F.min("commit_invoked").alias("commit_invoked"),
+            F.max("records").alias("records"),
+            F.min("newer").alias("newer"),
+        )
+    )
+    return explode_findings(
+        zombies,
+        finding(
+            F.lit(True),
+            "fencing.zombie-write",
+            F.col("commit_invoked"),
+            **{name: F.col(name) for name in [*TXN_KEY, "txn_id", "generation"]},
+            commit_invoked=F.col("commit_invoked"),
+            records=F.col("records"),
+            src_partition=F.col("newer.src_partition"),
+            newer_generation=F.col("newer.generation"),
+            newer_committed=F.col("newer.at"),
+        ),
+    )

@@ -1,0 +1,234 @@
+"""Reading a run directory's history into Spark, and compacting it into Parquet.
+
+A run killed mid-write may leave the last line of a history file cut short: that is expected
+damage (the writer flushes whole lines, so only the last one can be partial) and the check
+runs on the rest, flagged incomplete. Any other damage means the history cannot be trusted,
+so it stops the check with one line naming the file and the fix.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+from py4j.protocol import Py4JJavaError
+from pyspark.errors import PySparkException
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
+
+from eoschaos.errors import EoschaosError
+from eoschaos.history import HISTORY_DIR, PARQUET_DIR, RUN_MANIFEST, SCHEMA_DDL, SCHEMA_VERSION
+
+CORRUPT = "_corrupt_record"
+DAMAGE_NOTE = "_damage.json"  # inside history.parquet: what compaction skipped
+MAX_CORRUPT_SHOWN = 1000  # corrupt lines fetched to classify; more is damage anyway
+TAIL_BYTES = 1 << 20  # a history line is far shorter than this
+JSON_PARTITION_BYTES = 64 << 20
+
+
+@functools.cache
+def event_schema() -> StructType:
+    """SCHEMA_DDL as a StructType (parsing DDL needs a running Spark, hence not at import)."""
+    return StructType.fromDDL(SCHEMA_DDL)
+
+
+@dataclass
+class History:
+    """One run's events as a DataFrame, with the manifest and what had to be skipped."""
+
+    manifest: dict[str, Any]
+    events: DataFrame
+    complete: bool
+    damage: list[str] = field(default_factory=list)
+
+    def kind(self, kind: str) -> DataFrame:
+        """Events of one kind; on Parquet this reads only that kind's directory."""
+        return self.events.filter(F.col("kind") == kind)
+
+    @property
+    def input_topic(self) -> str:
+        return self.manifest.get("input_topic") or "input-topic"
+
+    @property
+    def output_topic(self) -> str:
+        return self.manifest.get("output_topic") or "output-topic"
+
+    @property
+    def mode(self) -> str | None:
+        return self.manifest.get("mode")
+
+
+def load_history(spark: SparkSession, run_dir: Path) -> History:
+    """The history of RUN_DIR: history.parquet if its compaction completed, else the JSON lines."""
+    run_dir = Path(run_dir)
+    manifest = _read_manifest(run_dir)
+    parquet = run_dir / PARQUET_DIR
+    if (parquet / "_SUCCESS").exists():
+        events, damage = _read_parquet(spark, parquet, run_dir)
+    else:
+        events, damage = _read_jsonl(spark, run_dir / HISTORY_DIR)
+    return History(manifest, events, complete=not damage, damage=damage)
+
+
+def compact_history(spark: SparkSession, run_dir: Path) -> None:
+    """history/*.jsonl -> history.parquet partitioned by kind, replacing any earlier compaction.
+
+    Written beside the target and renamed into place, with the damage notes inside, so a
+    crash never leaves a history.parquet that claims to be complete but is not.
+    """
+    run_dir = Path(run_dir)
+    _read_manifest(run_dir)
+    events, damage = _read_jsonl(spark, run_dir / HISTORY_DIR)
+    target = run_dir / PARQUET_DIR
+    staging = run_dir / f"{PARQUET_DIR}.tmp"
+    shutil.rmtree(staging, ignore_errors=True)
+    write_parquet(events, staging)
+    if damage:
+        (staging / DAMAGE_NOTE).write_text(json.dumps(damage) + "\n")
+    shutil.rmtree(target, ignore_errors=True)
+    staging.rename(target)
+
+
+def write_parquet(events: DataFrame, path: Path) -> None:
+    """Events as Parquet partitioned by kind, each writer's events in files of their own,
+    sorted by place: a plan that wants one reader's reads skips the other readers' files by
+    their min/max statistics instead of filtering every row."""
+    (
+        events.repartition("kind", "process")
+        .sortWithinPartitions("kind", "process", "topic", "partition", "offset")
+        .write.mode("overwrite")
+        .partitionBy("kind")
+        .parquet(str(path))
+    )
+
+
+def _read_manifest(run_dir: Path) -> dict[str, Any]:
+    path = run_dir / RUN_MANIFEST
+    if not path.is_file():
+        raise EoschaosError(
+            f"{path}: missing; {run_dir} is not an eoschaos run directory "
+            "(pass the run dir an eoschaos run wrote)"
+        )
+    try:
+        manifest = json.loads(path.read_text())
+    except (OSError, ValueError) as error:
+        raise EoschaosError(f"{path}: unreadable ({error}); restore it from the run") from None
+    if not isinstance(manifest, dict):
+        raise EoschaosError(f"{path}: not a JSON object; restore it from the run")
+    version = manifest.get("history_schema")
+    if version != SCHEMA_VERSION:
+        raise EoschaosError(
+            f"{path}: history schema version {version!r} is not supported (this eoschaos "
+            f"reads version {SCHEMA_VERSION}); check it with the eoschaos that wrote it"
+        )
+    return manifest
+
+
+def _read_parquet(spark: SparkSession, path: Path, run_dir: Path) -> tuple[DataFrame, list[str]]:
+    fix = f"remove {path} to check the JSON-lines history in {run_dir / HISTORY_DIR} instead"
+    try:
+        found = spark.read.parquet(str(path))
+    except (PySparkException, Py4JJavaError) as error:
+        raise EoschaosError(f"{path}: unreadable Parquet ({_first_line(error)}); {fix}") from None
+    wrong = [
+        f"{f.name} {f.dataType.simpleString()}"
+        for f in event_schema().fields
+        if f.name not in found.columns
+        or found.schema[f.name].dataType.simpleString() != f.dataType.simpleString()
+    ]
+    if wrong:
+        raise EoschaosError(
+            f"{path}: columns missing or of another type than history schema "
+            f"v{SCHEMA_VERSION}: {', '.join(wrong)}; {fix}"
+        )
+    try:
+        found.count()  # reads every file's footer: a damaged file surfaces here, as one line
+    except (PySparkException, Py4JJavaError) as error:
+        raise EoschaosError(f"{path}: unreadable Parquet ({_first_line(error)}); {fix}") from None
+    note = path / DAMAGE_NOTE
+    damage = json.loads(note.read_text()) if note.exists() else []
+    return found.select(*event_schema().fieldNames()), damage
+
+
+def _read_jsonl(spark: SparkSession, directory: Path) -> tuple[DataFrame, list[str]]:
+    files = sorted(directory.glob("*.jsonl"))
+    if not files:
+        raise EoschaosError(
+            f"{directory}: no history files (*.jsonl); the run recorded nothing to check"
+        )
+    raw = (
+        spark.read.schema(f"{SCHEMA_DDL}, {CORRUPT} STRING")
+        .option("mode", "PERMISSIVE")
+        .option("columnNameOfCorruptRecord", CORRUPT)
+        .json([str(f) for f in files])
+        .select("*", F.col("_metadata.file_path").alias("_file"))
+        .coalesce(_partitions_for(spark, sum(f.stat().st_size for f in files)))
+        .cache()  # parsed once; Spark also refuses to query the corrupt column of raw JSON
+    )
+    corrupt = (
+        raw.filter(F.col(CORRUPT).isNotNull())
+        .select("_file", CORRUPT)
+        .limit(MAX_CORRUPT_SHOWN)
+        .collect()
+    )
+    damage = _classify_corrupt_lines([(row["_file"], row[CORRUPT]) for row in corrupt])
+    return raw.filter(F.col(CORRUPT).isNull()).select(*event_schema().fieldNames()), damage
+
+
+def _partitions_for(spark: SparkSession, size: int) -> int:
+    """One partition per JSON_PARTITION_BYTES, at most one per core: a run's JSON lines are
+    many small files, and a task per file would cost more than parsing them."""
+    cores = spark.sparkContext.defaultParallelism
+    return max(1, min(cores, math.ceil(size / JSON_PARTITION_BYTES)))
+
+
+def _classify_corrupt_lines(corrupt: list[tuple[str, str]]) -> list[str]:
+    """Damage notes for cut-short last lines; EoschaosError for any other broken line."""
+    by_file: dict[Path, list[str]] = {}
+    for uri, text in corrupt:
+        by_file.setdefault(Path(unquote(urlparse(uri).path)), []).append(text)
+    damage = []
+    for path, texts in sorted(by_file.items()):
+        last_line, ends_with_newline = _last_line(path)
+        if len(texts) == 1 and not ends_with_newline and texts[0] == last_line:
+            damage.append(
+                f"{path.name}: last line cut short ({len(last_line)} bytes), skipped: "
+                "its writer was killed mid-write"
+            )
+            continue
+        bad = next(t for t in texts if ends_with_newline or t != last_line)
+        line_number = _line_number(path, bad)
+        raise EoschaosError(
+            f"{path}:{line_number}: not a history v{SCHEMA_VERSION} event ({bad[:80]!r}); "
+            "the file is damaged before its last line: restore it from the run's copy or "
+            "re-run the workload"
+        )
+    return damage
+
+
+def _last_line(path: Path) -> tuple[str, bool]:
+    with path.open("rb") as handle:
+        handle.seek(max(0, path.stat().st_size - TAIL_BYTES))
+        tail = handle.read()
+    ends_with_newline = tail.endswith(b"\n")
+    last = tail.rstrip(b"\n").rsplit(b"\n", 1)[-1]
+    return last.decode("utf-8", errors="replace"), ends_with_newline
+
+
+def _line_number(path: Path, text: str) -> int | str:
+    with path.open(encoding="utf-8", errors="replace") as handle:
+        for number, line in enumerate(handle, start=1):
+            if line.rstrip("\n") == text:
+                return number
+    return "?"
+
+
+def _first_line(error: Exception) -> str:
+    return str(error).strip().splitlines()[0][:200] if str(error).strip() else type(error).__name__

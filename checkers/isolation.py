@@ -1,0 +1,178 @@
+"""read_committed isolation: what readers saw versus what was committed, and in which order.
+
+Two passes over the reads:
+- per offset (inconsistent-offsets, order): every read of both topics is shuffled once by
+  (topic, partition) and grouped by offset with one conditional column per reader; a window over
+  each partition in offset order then finds, per reader, offsets read out of order (a later
+  offset read earlier), offsets read twice, and committed offsets it stepped over;
+- per transaction (aborted, uncommitted, fractured): what each downstream reader saw of each
+  transaction, from checkers.transactions.transaction_reads.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from checkers.census import FINAL_COMMITTED, Census
+from checkers.findings import explode_findings, finding
+from checkers.history_io import History
+from checkers.transactions import TXN_KEY
+
+DESCRIPTIONS = {
+    "isolation.aborted-read": "A reader that must see only committed data returned a record of "
+    "a transaction that aborted.",
+    "isolation.uncommitted-read": "A reader returned a record before its transaction's commit "
+    "was invoked.",
+    "isolation.fractured-read": "A reader that drained to the end saw only some of a committed "
+    "transaction's records.",
+    "isolation.order": "A reader's offsets in a partition went backwards or repeated, or it "
+    "stepped over a committed record inside the range it read.",
+    "isolation.inconsistent-offsets": "Two readers saw different records at the same topic, "
+    "partition and offset.",
+}
+
+
+def offset_findings(history: History, census: Census) -> DataFrame:
+    """Anomaly rows of isolation.inconsistent-offsets and isolation.order."""
+    names = census.readers
+    topic_code = F.when(F.col("topic") == history.input_topic, 0).when(
+        F.col("topic") == history.output_topic, 1
+    )
+    reader_code = F.lit(None)
+    for index, name in enumerate(names):
+        reader_code = F.when(F.col("process") == name, index).otherwise(reader_code)
+    reads = (
+        history.kind("read")
+        .select(
+            topic_code.alias("t"),
+            "partition",
+            "offset",
+            "id",
+            "time",
+            reader_code.alias("reader"),
+        )
+        .filter(F.col("t").isNotNull())
+        .repartition("t", "partition")  # the window below needs whole partitions anyway
+    )
+    by_reader = []
+    for index in range(len(names)):
+        mine = F.col("reader") == index
+        by_reader += [
+            F.count(F.when(mine, 1)).alias(f"n{index}"),
+            F.min(F.when(mine, F.col("time"))).alias(f"t{index}"),
+            F.max(F.when(mine, F.col("id"))).alias(f"id{index}"),
+        ]
+    per_offset = reads.groupBy("t", "partition", "offset").agg(
+        F.min("id").alias("id_min"), F.max("id").alias("id_max"), *by_reader
+    )
+    in_order = Window.partitionBy("t", "partition").orderBy("offset")
+    before = in_order.rowsBetween(Window.unboundedPreceding, -1)
+    whole = in_order.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
+    context = []
+    for index in range(len(names)):
+        read_here = F.when(F.col(f"n{index}") > 0, F.col("offset"))
+        context += [
+            F.last(F.col(f"t{index}"), ignorenulls=True).over(before).alias(f"prev_t{index}"),
+            F.last(read_here, ignorenulls=True).over(before).alias(f"prev_o{index}"),
+            F.min(read_here).over(whole).alias(f"lo{index}"),
+            F.max(read_here).over(whole).alias(f"hi{index}"),
+        ]
+    ordered = per_offset.select("*", *context)
+    topic = F.when(F.col("t") == 0, history.input_topic).otherwise(history.output_topic)
+    where = {"topic": topic, "partition": F.col("partition"), "offset": F.col("offset")}
+    rank = F.col("partition") * 1e13 + F.col("offset")
+    candidates = [
+        finding(
+            F.col("id_min") != F.col("id_max"),
+            "isolation.inconsistent-offsets",
+            rank,
+            **where,
+            ids=F.struct(*[F.col(f"id{i}").alias(name) for i, name in enumerate(names)]),
+        )
+    ]
+    final = names.index(FINAL_COMMITTED) if FINAL_COMMITTED in names else None
+    for index, name in enumerate(names):
+        n, who = F.col(f"n{index}"), F.lit(name)
+        candidates += [
+            finding(n > 1, "isolation.order", rank, "repeat", reader=who, **where, reads=n),
+            finding(
+                F.col(f"t{index}") < F.col(f"prev_t{index}"),
+                "isolation.order",
+                rank,
+                "backwards",
+                reader=who,
+                topic=topic,
+                partition=F.col("partition"),
+                offset=F.col(f"prev_o{index}"),
+                after=F.col("offset"),
+            ),
+        ]
+        if final is not None and index != final:
+            candidates.append(
+                finding(
+                    (F.col(f"n{final}") > 0)
+                    & (n == 0)
+                    & (F.col("offset") > F.col(f"lo{index}"))
+                    & (F.col("offset") < F.col(f"hi{index}")),
+                    "isolation.order",
+                    rank,
+                    "skip",
+                    reader=who,
+                    **where,
+                    id=F.col(f"id{final}"),
+                )
+            )
+    return explode_findings(ordered, *candidates)
+
+
+def transaction_read_findings(txn_reads: DataFrame, drained: list[str]) -> DataFrame:
+    """Anomaly rows of aborted-read, uncommitted-read and fractured-read, from what each
+    downstream reader saw of each transaction (checkers.transactions.transaction_reads)."""
+    aborted = F.coalesce(F.col("aborted"), F.lit(False))
+    reader = F.col("process")
+    txn = {name: F.col(name) for name in [*TXN_KEY, "txn_id"]}
+    return explode_findings(
+        txn_reads,
+        finding(
+            aborted,
+            "isolation.aborted-read",
+            _read_rank("first_read"),
+            reader,
+            F.col("seen"),
+            reader=reader,
+            **_read_example("first_read"),
+            **txn,
+            reads=F.col("seen"),
+        ),
+        finding(
+            ~aborted & (F.col("before_commit") > 0),
+            "isolation.uncommitted-read",
+            _read_rank("first_early_read"),
+            reader,
+            F.col("before_commit"),
+            reader=reader,
+            **_read_example("first_early_read"),
+            **txn,
+            commit_invoked=F.col("commit_invoked"),
+            reads=F.col("before_commit"),
+        ),
+        finding(
+            reader.isin(drained) & ~aborted & (F.col("seen") < F.col("txn_size")),
+            "isolation.fractured-read",
+            F.col("txn_seq") * 1e4 + F.col("instance"),
+            reader,
+            reader=reader,
+            **txn,
+            txn_size=F.col("txn_size"),
+            seen=F.col("seen"),
+        ),
+    )
+
+
+def _read_rank(read: str) -> Column:
+    return F.col(f"{read}.partition") * 1e13 + F.col(f"{read}.offset")
+
+
+def _read_example(read: str) -> dict[str, Column]:
+    return {name: F.col(f"{read}.{name}") for name in ("partition", "offset", "id", "time")}

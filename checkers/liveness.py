@@ -1,0 +1,63 @@
+"""Liveness at the end: after faults healed nothing hangs and everything was consumed.
+
+Judged on the end-state rows the census collected: a few per partition whatever the number
+of records, so they are compared on the driver rather than planned as Spark stages.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from checkers.census import Census
+from checkers.findings import Tally
+
+DESCRIPTIONS = {
+    "liveness.open-transactions": "A transaction was still open after the run ended and its "
+    "faults healed.",
+    "liveness.lso": "A partition's last stable offset stayed behind its high watermark at the "
+    "end (a hanging transaction blocks read_committed readers).",
+    "liveness.group-offsets": "The consumer group's committed offset of an input partition "
+    "stayed behind the partition's end.",
+}
+
+
+def liveness_tallies(census: Census, input_topic: str, max_examples: int) -> dict[str, Tally]:
+    open_txns = [
+        {"txn_id": row["txn_id"], "params": row["params"]} for row in census.end_rows_of("open-txn")
+    ]
+    log_end = census.end_rows_of("log-end")
+    lso_behind = [
+        {
+            "topic": row["topic"],
+            "partition": row["partition"],
+            "lso": row["lso"],
+            "high_watermark": row["offset"],
+        }
+        for row in log_end
+        if row["lso"] is not None and row["offset"] is not None and row["lso"] < row["offset"]
+    ]
+    group_offsets = {
+        row["partition"]: row["offset"]
+        for row in census.end_rows_of("group-offset")
+        if row["topic"] in (input_topic, None)
+    }
+    groups_behind = [
+        {
+            "partition": row["partition"],
+            "group_offset": group_offsets.get(row["partition"]),
+            "log_end": row["offset"],
+        }
+        for row in log_end
+        if row["topic"] == input_topic
+        and (group_offsets.get(row["partition"]) or 0) < row["offset"]
+    ]
+    return {
+        "liveness.open-transactions": _tally(open_txns, ["txn_id"], max_examples),
+        "liveness.lso": _tally(lso_behind, ["topic", "partition"], max_examples),
+        "liveness.group-offsets": _tally(groups_behind, ["partition"], max_examples),
+    }
+
+
+def _tally(anomalies: list[dict[str, Any]], order: list[str], max_examples: int) -> Tally:
+    ordered = sorted(anomalies, key=lambda a: [(a[key] is None, a[key] or 0) for key in order])
+    return Tally(count=len(anomalies), examples=ordered[:max_examples])

@@ -1,0 +1,848 @@
+"""Synthetic histories: a correct eos run written as formulas, with anomalies planted on purpose.
+
+Every check must be shown failing on the anomaly it claims to catch and passing on a correct
+history, with exact counts. Real runs cannot plant anomalies with known counts, so this module
+writes histories that are correct by construction and then breaks them in precisely counted
+ways. Every regular event is a formula of a record or transaction number, so one Spark plan
+(spark.range + SQL expressions) writes 10M-record histories straight to Parquet, and small
+ones are the same plan collected into JSON-lines files, one per writer as a real run has them.
+
+The model (numbers are fields of RunShape; S = per_partition * output_partitions):
+- the seeder sends ids 0..N-1; id i lands on input partition i % P at offset i div P;
+- slot k (0 .. N/S-1) is one transaction consuming S consecutive records of input partition
+  k % P, run by instance (k % P) % K; the first half of the slots runs in group generation 1,
+  the second half in generation 2;
+- every abort_every-th slot first runs an attempt that aborts, then the same records commit;
+- attempt u (time order) writes `per_partition` records and a marker to every output
+  partition: record j lands on output partition j % Q at offset u * (per_partition + 1) + j div Q;
+- the observer reads every committed record just after its commit, the final scans read both
+  topics afterwards, the end state is stable and fully consumed.
+Anomalies that need extra records (lost, duplicate, phantom, duplicate-input, zombie-write) are
+written by extra transactions after the last slot; the ones about what a reader saw edit the
+observer's reads of chosen slots, one slot per planted anomaly so that plants never interact.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
+
+from checkers.history_io import event_schema, write_parquet
+from eoschaos.history import HISTORY_DIR, PARQUET_DIR, write_manifest
+
+INPUT_TOPIC = "input-topic"
+OUTPUT_TOPIC = "output-topic"
+OBSERVER, FINAL_COMMITTED, FINAL_UNCOMMITTED = "observer", "final-committed", "final-uncommitted"
+JSONL_MAX_RECORDS = 200_000  # above this, write Parquet: collecting to the driver stops being cheap
+SCAN_STEP = 1e-6  # seconds between two records of one partition in a final scan
+
+
+@dataclass(frozen=True)
+class RunShape:
+    """The size and layout of the correct run the plants are made in."""
+
+    records: int = 512
+    partitions: int = 2
+    output_partitions: int = 2
+    instances: int = 2
+    per_partition: int = 2  # records one transaction writes to each output partition
+    abort_every: int = 3  # every n-th slot has an aborted attempt first; 0: none
+    mode: str = "eos"  # "eos" or "alos" (no transactions: produce + plain offset commits)
+    start: float = 1_700_000_000.0
+    slot_seconds: float = 0.01
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("eos", "alos"):
+            raise ValueError(f"mode must be eos or alos, got {self.mode!r}")
+        if self.mode == "alos" and self.abort_every:
+            raise ValueError("alos has no transactions to abort: set abort_every=0")
+        if self.partitions % self.instances:
+            raise ValueError("partitions must be a multiple of instances")
+        if self.records % (self.partitions * self.txn_size) or self.slots < 2 * self.partitions:
+            raise ValueError(
+                f"records must be a multiple of partitions * txn_size "
+                f"({self.partitions * self.txn_size}) and give >= 2 slots per partition"
+            )
+
+    @property
+    def txn_size(self) -> int:
+        return self.per_partition * self.output_partitions
+
+    @property
+    def slots(self) -> int:
+        return self.records // self.txn_size
+
+    @property
+    def attempts(self) -> int:
+        return self.attempt(self.slots - 1) + 1
+
+    # The formulas of the model. Each has a SQL twin in _Sql below; keep them in step.
+    def aborts(self, k: int) -> bool:
+        return self.abort_every > 0 and k % self.abort_every == self.abort_every - 1
+
+    def attempt(self, k: int, aborted: bool = False) -> int:
+        earlier_aborts = k // self.abort_every if self.abort_every else 0
+        return k + earlier_aborts + (1 if self.aborts(k) and not aborted else 0)
+
+    def input_offset(self, k: int, j: int) -> int:
+        return (k // self.partitions) * self.txn_size + j
+
+    def input_id(self, k: int, j: int) -> int:
+        return self.input_offset(k, j) * self.partitions + k % self.partitions
+
+    def output_offset(self, u: int, j: int) -> int:
+        return u * (self.per_partition + 1) + j // self.output_partitions
+
+    def instance(self, k: int) -> int:
+        return k % self.partitions % self.instances
+
+    def txn_seq(self, k: int, aborted: bool = False) -> int:
+        return 2 * (k // self.instances) + (0 if aborted else 1)
+
+    def generation(self, k: int) -> int:
+        return 1 if k < self.slots // 2 else 2
+
+    def slot_time(self, u: float) -> float:
+        return self.start + (2 * self.partitions + u) * self.slot_seconds
+
+
+class _Sql:
+    """SQL twins of RunShape's formulas over columns k (slot), j (record in slot), u, aborted."""
+
+    def __init__(self, shape: RunShape) -> None:
+        s = shape
+        self.p, self.q, self.m, self.size = (
+            s.partitions,
+            s.output_partitions,
+            s.per_partition,
+            s.txn_size,
+        )
+        a = s.abort_every
+        self.aborts = f"({a} > 0 AND k % {max(a, 1)} = {a - 1})"
+        earlier = f"k div {a}" if a else "0"
+        self.attempt = f"k + {earlier} + IF({self.aborts} AND NOT aborted, 1, 0)"
+        self.input_offset = f"(k div {self.p}) * {self.size} + j"
+        self.input_id = f"({self.input_offset}) * {self.p} + k % {self.p}"
+        self.output_offset = f"u * {self.m + 1} + j div {self.q}"
+        self.instance = f"CAST(k % {self.p} % {s.instances} AS INT)"
+        self.txn_seq = f"2 * (k div {s.instances}) + IF(aborted, 0, 1)"
+        self.generation = f"IF(k < {s.slots // 2}, 1, 2)"
+        self.slot_time = f"{s.start} + ({2 * s.partitions} + u) * {s.slot_seconds}"
+
+
+@dataclass(frozen=True)
+class Plants:
+    """How many of each anomaly to plant; each is caught by the check named in PLANT_CHECKS."""
+
+    lost: int = 0
+    duplicate: int = 0
+    phantom: int = 0
+    duplicate_input: int = 0
+    aborted_read: int = 0
+    uncommitted_read: int = 0
+    fractured_read: int = 0
+    order_backwards: int = 0
+    order_skip: int = 0
+    inconsistent_offsets: int = 0
+    zombie_write: int = 0
+    open_transaction: int = 0
+    lso_behind: int = 0
+    group_offsets_behind: int = 0
+    # Not an anomaly: attempts fencing rejected (ILLEGAL_GENERATION), counted informationally.
+    fenced_attempts: int = 0
+
+    def expected(self, shape: RunShape) -> dict[str, int]:
+        """Check name -> the count it must report. A skipped slot is txn_size skipped records."""
+        expected: dict[str, int] = {}
+        for plant, check in PLANT_CHECKS.items():
+            count = getattr(self, plant) * (shape.txn_size if plant == "order_skip" else 1)
+            if count:
+                expected[check] = expected.get(check, 0) + count
+        return expected
+
+
+PLANT_CHECKS = {
+    "lost": "delivery.lost",
+    "duplicate": "delivery.duplicate",
+    "phantom": "delivery.phantom",
+    "duplicate_input": "delivery.duplicate-input",
+    "aborted_read": "isolation.aborted-read",
+    "uncommitted_read": "isolation.uncommitted-read",
+    "fractured_read": "isolation.fractured-read",
+    "order_backwards": "isolation.order",
+    "order_skip": "isolation.order",
+    "inconsistent_offsets": "isolation.inconsistent-offsets",
+    "zombie_write": "fencing.zombie-write",
+    "open_transaction": "liveness.open-transactions",
+    "lso_behind": "liveness.lso",
+    "group_offsets_behind": "liveness.group-offsets",
+}
+TRANSACTIONAL_PLANTS = (
+    "aborted_read",
+    "uncommitted_read",
+    "fractured_read",
+    "zombie_write",
+    "open_transaction",
+    "fenced_attempts",
+)
+
+
+@dataclass
+class SyntheticRun:
+    """What was written: the run dir, the counts each check must report, and the planted records."""
+
+    run_dir: Path
+    shape: RunShape
+    plants: Plants
+    expected: dict[str, int]
+    planted: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+
+@dataclass
+class _Targets:
+    """The slots (k) and records (r = k * S + j) each observer plant edits."""
+
+    fractured: int = 0  # slots 0..n-1 lose their records on output partition 0
+    aborted_read: list[int] = field(default_factory=list)  # r of aborted attempts
+    uncommitted_read: list[int] = field(default_factory=list)
+    backwards: list[int] = field(default_factory=list)  # r of j=0; swapped with j=Q
+    skip: list[int] = field(default_factory=list)  # k: the observer misses the whole slot
+    inconsistent: list[int] = field(default_factory=list)
+    duplicate_ids: list[int] = field(default_factory=list)
+    duplicate_input_ids: list[int] = field(default_factory=list)
+
+
+def write_synthetic(
+    spark: SparkSession,
+    run_dir: Path,
+    shape: RunShape | None = None,
+    plants: Plants | None = None,
+    *,
+    seed: int = 0,
+    parquet: bool | None = None,
+) -> SyntheticRun:
+    """Write a synthetic run dir (run.json + history) and say what the checks must report.
+
+    parquet=None picks JSON lines for small shapes and Parquet (history.parquet) for large ones.
+    """
+    shape = shape or RunShape()
+    plants = plants or Plants()
+    if shape.mode == "alos" and any(getattr(plants, name) for name in TRANSACTIONAL_PLANTS):
+        raise ValueError(f"alos histories have no transactions to plant {TRANSACTIONAL_PLANTS}")
+    if plants.order_backwards and shape.per_partition < 2:
+        raise ValueError("order_backwards swaps two records of one slot: per_partition >= 2")
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    targets = _choose_targets(shape, plants, random.Random(seed))
+    tail = _Tail(shape, plants, targets)
+    events = _regular_events(spark, shape, targets, tail.end_time).unionByName(
+        tail.dataframe(spark)
+    )
+    if parquet is None:
+        parquet = shape.records > JSONL_MAX_RECORDS
+    if parquet:
+        write_parquet(events, run_dir / PARQUET_DIR)
+    else:
+        _write_jsonl(events, run_dir / HISTORY_DIR, shape)
+    write_manifest(run_dir, _manifest(shape, seed, tail.end_time))
+    return SyntheticRun(run_dir, shape, plants, plants.expected(shape), tail.planted(targets))
+
+
+def _choose_targets(shape: RunShape, plants: Plants, rng: random.Random) -> _Targets:
+    """One slot per observer plant, none on the first or last slots so reads surround each."""
+    if plants.fractured_read >= shape.slots // 2:
+        raise ValueError("fractured_read must be below half the slots")
+    pool = list(range(plants.fractured_read + 1, shape.slots - 1))
+    rng.shuffle(pool)
+    aborting = [k for k in pool if shape.aborts(k)]
+    if plants.aborted_read > len(aborting):
+        raise ValueError("not enough aborted attempts for aborted_read: use more records")
+    aborted = aborting[: plants.aborted_read]
+    rest = [k for k in pool if k not in set(aborted)]
+    wanted = (
+        plants.uncommitted_read
+        + plants.order_backwards
+        + plants.order_skip
+        + plants.inconsistent_offsets
+        + plants.duplicate
+        + plants.duplicate_input
+    )
+    if wanted > len(rest):
+        raise ValueError(f"{wanted} planted slots do not fit in {len(rest)}: use more records")
+
+    def take(n: int) -> list[int]:
+        chosen, rest[:n] = rest[:n], []
+        return chosen
+
+    size = shape.txn_size
+    return _Targets(
+        fractured=plants.fractured_read,
+        aborted_read=[k * size for k in aborted],
+        uncommitted_read=[k * size for k in take(plants.uncommitted_read)],
+        backwards=[k * size for k in take(plants.order_backwards)],
+        skip=take(plants.order_skip),
+        inconsistent=[k * size for k in take(plants.inconsistent_offsets)],
+        duplicate_ids=[shape.input_id(k, 1 % size) for k in take(plants.duplicate)],
+        duplicate_input_ids=[shape.input_id(k, 0) for k in take(plants.duplicate_input)],
+    )
+
+
+def _member(column: str, values: list[int]) -> Column:
+    return F.col(column).isin(values) if values else F.lit(False)
+
+
+def _conform(df: DataFrame, spark_schema: StructType) -> DataFrame:
+    """Every history column in schema order; the ones a part does not set are typed nulls."""
+    return df.select(
+        *[
+            (F.col(f.name) if f.name in df.columns else F.lit(None)).cast(f.dataType).alias(f.name)
+            for f in spark_schema.fields
+        ]
+    )
+
+
+def _regular_events(
+    spark: SparkSession, shape: RunShape, targets: _Targets, end_time: float
+) -> DataFrame:
+    schema = event_schema()
+    parts = [
+        _sends(spark, shape),
+        _input_scans(spark, shape, end_time),
+        _transactions(spark, shape),
+        _output_reads(spark, shape, targets, end_time),
+    ]
+    result = _conform(parts[0], schema)
+    for part in parts[1:]:
+        result = result.unionByName(_conform(part, schema))
+    return result
+
+
+def _sends(spark: SparkSession, shape: RunShape) -> DataFrame:
+    step = shape.slot_seconds / shape.txn_size
+    return (
+        spark.range(shape.records)
+        .select(F.col("id").alias("i"), F.explode(F.array(F.lit("invoke"), F.lit("ok"))))
+        .selectExpr(
+            "'send' AS kind",
+            "col AS type",
+            "'send' AS f",
+            "'seeder' AS process",
+            f"{shape.start} + i * {step} + IF(col = 'ok', {step / 2}, 0) AS time",
+            "i AS id",
+            f"'{INPUT_TOPIC}' AS topic",
+            f"i % {shape.partitions} AS partition",
+            f"IF(col = 'ok', i div {shape.partitions}, NULL) AS offset",
+        )
+    )
+
+
+def _scan_start(end_time: float, reader: str) -> float:
+    return end_time + (1.0 if reader == FINAL_COMMITTED else 20.0)
+
+
+def _input_scans(spark: SparkSession, shape: RunShape, end_time: float) -> DataFrame:
+    p = shape.partitions
+    readers = F.array(
+        *[
+            F.struct(F.lit(name).alias("reader"), F.lit(_scan_start(end_time, name)).alias("t0"))
+            for name in (FINAL_COMMITTED, FINAL_UNCOMMITTED)
+        ]
+    )
+    return (
+        spark.range(shape.records)
+        .select(F.col("id").alias("i"), F.explode(readers).alias("r"))
+        .selectExpr(
+            "'read' AS kind",
+            "'ok' AS type",
+            "'poll' AS f",
+            "r.reader AS process",
+            f"r.t0 + (i div {p}) * {SCAN_STEP} AS time",
+            "i AS id",
+            f"'{INPUT_TOPIC}' AS topic",
+            f"i % {p} AS partition",
+            f"i div {p} AS offset",
+            "IF(r.reader = 'final-committed', 'read_committed', 'read_uncommitted') AS isolation",
+        )
+    )
+
+
+def _attempts(spark: SparkSession, shape: RunShape, rows: int, per_slot: int) -> DataFrame:
+    """Columns k, j (record in slot when per_slot > 1), u, aborted: one row per attempt."""
+    sql = _Sql(shape)
+    base = spark.range(rows).selectExpr(f"id div {per_slot} AS k", f"id % {per_slot} AS j")
+    attempts = F.expr(
+        f"IF({sql.aborts}, array(true, false), array(false))"
+        if shape.abort_every
+        else "array(false)"
+    )
+    return (
+        base.select("k", "j", F.explode(attempts).alias("aborted"))
+        .withColumn("u", F.expr(sql.attempt))
+        .withColumn("r", F.expr(f"k * {per_slot} + j"))
+    )
+
+
+def _txn_columns(shape: RunShape) -> list[str]:
+    sql = _Sql(shape)
+    return [
+        f"{sql.instance} AS instance",
+        "1 AS incarnation",
+        f"IF({shape.mode == 'eos'}, concat('eoschaos-txn-', {sql.instance}), NULL) AS txn_id",
+        f"{sql.txn_seq} AS txn_seq",
+        f"{sql.generation} AS generation",
+    ]
+
+
+# (f, type, fraction of the slot, for which outcome) of one transaction attempt.
+EOS_STEPS = [
+    ("begin", "invoke", 0.0, "any"),
+    ("begin", "ok", 0.05, "any"),
+    ("produce", "ok", 0.1, "any"),
+    ("send-offsets", "invoke", 0.2, "any"),
+    ("send-offsets", "ok", 0.3, "any"),
+    ("commit", "invoke", 0.5, "commit"),
+    ("commit", "ok", 0.6, "commit"),
+    ("abort", "invoke", 0.5, "abort"),
+    ("abort", "ok", 0.6, "abort"),
+]
+OFFSET_STEPS = ("produce", "send-offsets", "commit-offsets")  # the steps that carry offsets
+ALOS_STEPS = [
+    ("produce", "ok", 0.1, "any"),
+    ("commit-offsets", "invoke", 0.5, "any"),
+    ("commit-offsets", "ok", 0.6, "any"),
+]
+
+
+def _transactions(spark: SparkSession, shape: RunShape) -> DataFrame:
+    sql = _Sql(shape)
+    steps = EOS_STEPS if shape.mode == "eos" else ALOS_STEPS
+    step_array = F.array(
+        *[
+            F.struct(
+                F.lit(f).alias("f"),
+                F.lit(t).alias("type"),
+                F.lit(dt).alias("dt"),
+                F.lit(outcome).alias("outcome"),
+            )
+            for f, t, dt, outcome in steps
+        ]
+    )
+    next_position = f"(k div {sql.p}) * {sql.size} + {sql.size}"
+    consumed = (
+        f"array(named_struct('partition', CAST(k % {sql.p} AS INT), 'offset', {next_position}))"
+    )
+    no_txn = shape.mode != "eos"
+    return (
+        _attempts(spark, shape, shape.slots, 1)
+        .select("*", F.explode(step_array).alias("s"))
+        .filter("s.outcome = 'any' OR (s.outcome = 'abort') = aborted")
+        .selectExpr(
+            "'txn' AS kind",
+            "s.type AS type",
+            "s.f AS f",
+            f"concat('processor-', {sql.instance}, '.1') AS process",
+            f"{sql.slot_time} + s.dt * {shape.slot_seconds} AS time",
+            *_txn_columns(shape),
+            "CASE WHEN s.f = 'begin' THEN IF(aborted, 'abort', 'commit')"
+            f" WHEN {no_txn} AND s.f = 'produce' THEN 'none' END AS fate",
+            f"IF(s.f = 'produce', {sql.size}, NULL) AS count",
+            f"IF(s.f IN {OFFSET_STEPS}, {consumed}, NULL) AS offsets",
+        )
+    )
+
+
+def _observer_time(shape: RunShape, record: str) -> str:
+    """When the observer reads record `record` of attempt u: just after the attempt's commit."""
+    sql = _Sql(shape)
+    span = 0.25 * shape.slot_seconds / shape.txn_size
+    return f"{sql.slot_time} + {0.7 * shape.slot_seconds} + ({record}) * {span}"
+
+
+def _output_reads(
+    spark: SparkSession, shape: RunShape, targets: _Targets, end_time: float
+) -> DataFrame:
+    sql = _Sql(shape)
+    q = shape.output_partitions
+    attempts = _attempts(spark, shape, shape.slots * shape.txn_size, shape.txn_size)
+    observed = (
+        ~F.col("aborted")
+        & ~_member("k", targets.skip)
+        & ~((F.col("k") < targets.fractured) & (F.col("j") % q == 0))
+    ) | (F.col("aborted") & _member("r", targets.aborted_read))
+    readers = F.array_compact(
+        F.array(
+            F.when(observed, F.lit(OBSERVER)),
+            F.when(~F.col("aborted"), F.lit(FINAL_COMMITTED)),
+            F.lit(FINAL_UNCOMMITTED),
+        )
+    )
+    # Backwards: the observer reads j=0 and j=Q (consecutive offsets of partition 0) swapped.
+    swapped = F.when(_member("r", targets.backwards), F.col("j") + q).when(
+        _member("r", [r + q for r in targets.backwards]), F.col("j") - q
+    )
+    early = _member("r", targets.uncommitted_read)
+    observer_time = F.when(
+        early, F.expr(f"{sql.slot_time} + {0.4 * shape.slot_seconds}")
+    ).otherwise(F.expr(_observer_time(shape, "read_j")))
+    final_time = F.expr(f"{_scan_start(end_time, FINAL_COMMITTED)} + offset * {SCAN_STEP}")
+    reference_time = F.expr(f"{_scan_start(end_time, FINAL_UNCOMMITTED)} + offset * {SCAN_STEP}")
+    id_column = F.expr(sql.input_id)
+    return (
+        attempts.select("*", F.explode(readers).alias("process"))
+        .withColumn("read_j", F.coalesce(swapped, F.col("j")))
+        .withColumn("offset", F.expr(sql.output_offset))
+        .select(
+            F.lit("read").alias("kind"),
+            F.lit("ok").alias("type"),
+            F.lit("poll").alias("f"),
+            "process",
+            F.when(F.col("process") == OBSERVER, observer_time)
+            .when(F.col("process") == FINAL_COMMITTED, final_time)
+            .otherwise(reference_time)
+            .alias("time"),
+            F.when(
+                (F.col("process") == OBSERVER) & _member("r", targets.inconsistent), -1 - id_column
+            )
+            .otherwise(id_column)
+            .alias("id"),
+            F.lit(OUTPUT_TOPIC).alias("topic"),
+            (F.col("j") % q).alias("partition"),
+            "offset",
+            F.expr(f"k % {sql.p}").alias("src_partition"),
+            F.expr(sql.input_offset).alias("src_offset"),
+            *[F.expr(c) for c in _txn_columns(shape)],
+            F.lit(shape.txn_size).alias("txn_size"),
+            F.expr("IF(aborted, 'abort', 'commit')" if shape.mode == "eos" else "'none'").alias(
+                "fate"
+            ),
+            F.when(F.col("process") == FINAL_UNCOMMITTED, F.lit("read_uncommitted"))
+            .otherwise(F.lit("read_committed"))
+            .alias("isolation"),
+        )
+    )
+
+
+class _Tail:
+    """Everything after the last slot, built row by row (it is small): extra transactions for
+    the record-level plants, zombies, the small bookkeeping writers and the end state."""
+
+    def __init__(self, shape: RunShape, plants: Plants, targets: _Targets) -> None:
+        self.shape, self.plants, self.targets = shape, plants, targets
+        self.rows: list[dict[str, Any]] = []
+        self.input_end = [shape.records // shape.partitions] * shape.partitions
+        self.output_end = [shape.attempts * (shape.per_partition + 1)] * shape.output_partitions
+        self.next_id = shape.records
+        self.next_seq = 2 * (shape.slots // shape.instances + 1) + 1
+        self.lost_ids: list[int] = []
+        self.phantom_ids: list[int] = []
+        self.zombies: list[dict[str, Any]] = []
+        self.u = shape.attempts  # next slot in time
+        self._bookkeeping()
+        self._extra_transaction()
+        for z in range(plants.zombie_write):
+            self._zombie(z)
+        for _ in range(plants.fenced_attempts):
+            self._fenced_attempt()
+        self.end_time = shape.slot_time(self.u + 1)
+        self._end_state()
+
+    def _event(self, kind: str, type_: str, f: str, process: str, time: float, **more: Any) -> None:
+        self.rows.append(
+            {"kind": kind, "type": type_, "f": f, "process": process, "time": time, **more}
+        )
+
+    def _bookkeeping(self) -> None:
+        s = self.shape
+        first_gen2 = s.slot_time(s.attempt(s.slots // 2)) - 0.1 * s.slot_seconds
+        for i in range(s.instances):
+            proc = f"processor-{i}.1"
+            owned = [p for p in range(s.partitions) if p % s.instances == i]
+            ident = {"instance": i, "incarnation": 1}
+            self._event("instance", "ok", "start", "supervisor", s.start, **ident)
+            if s.mode == "eos":
+                ident["txn_id"] = f"eoschaos-txn-{i}"
+                for t in ("invoke", "ok"):
+                    self._event("txn", t, "init", proc, s.start + 0.01, **ident)
+            for gen, at in ((1, s.start + 0.02), (2, first_gen2)):
+                self._event("rebalance", "ok", "assign", proc, at, partitions=owned, generation=gen)
+        killed, healed = s.slot_time(s.attempts / 3), s.slot_time(2 * s.attempts / 3)
+        self._event("fault", "invoke", "kill", "nemesis", killed, target="broker-2", params="{}")
+        self._event("fault", "ok", "kill", "nemesis", healed, target="broker-2")
+
+    def _input_record(self, id_: int, partition: int, sent: bool) -> dict[str, int]:
+        offset = self.input_end[partition]
+        self.input_end[partition] += 1
+        t = self.shape.slot_time(self.u - 0.5)
+        if sent:
+            place = {"id": id_, "topic": INPUT_TOPIC, "partition": partition}
+            self._event("send", "invoke", "send", "seeder", t, **place)
+            self._event("send", "ok", "send", "seeder", t + 0.001, **place, offset=offset)
+        for reader in (FINAL_COMMITTED, FINAL_UNCOMMITTED):
+            self._scan(reader, INPUT_TOPIC, partition, offset, id=id_)
+        return {"partition": partition, "offset": offset}
+
+    def _scan(self, reader: str, topic: str, partition: int, offset: int, **more: Any) -> None:
+        isolation = "read_uncommitted" if reader == FINAL_UNCOMMITTED else "read_committed"
+        # Final scans run after end_time, which is not known yet: patched in dataframe().
+        self._event(
+            "read",
+            "ok",
+            "poll",
+            reader,
+            offset * SCAN_STEP,
+            topic=topic,
+            partition=partition,
+            offset=offset,
+            isolation=isolation,
+            **more,
+        )
+
+    def _fresh_id(self) -> int:
+        self.next_id += 1
+        return self.next_id - 1
+
+    def _extra_transaction(self) -> None:
+        """One committed transaction after the last slot carrying lost, duplicate, phantom and
+        duplicate-input: it consumes the new input records and writes the odd outputs."""
+        s, plants = self.shape, self.plants
+        if not (plants.lost or plants.duplicate or plants.phantom or plants.duplicate_input):
+            return
+        consumed = []
+        for x in range(plants.lost):
+            self.lost_ids.append(self._fresh_id())
+            consumed.append(self._input_record(self.lost_ids[-1], x % s.partitions, sent=True))
+        for id_ in self.targets.duplicate_input_ids:
+            consumed.append(self._input_record(id_, id_ % s.partitions, sent=False))
+        outputs = [
+            {"id": id_, "src_partition": id_ % s.partitions, "src_offset": id_ // s.partitions}
+            for id_ in self.targets.duplicate_ids
+        ]
+        for _ in range(plants.phantom):
+            self.phantom_ids.append(self._fresh_id())
+            outputs.append({"id": self.phantom_ids[-1], "src_partition": 0, "src_offset": 10**12})
+        self._transaction(0, s.generation(s.slots - 1), consumed, outputs)
+
+    def _zombie(self, z: int) -> None:
+        """Generation 1's owner of a partition commits after generation 2 committed there."""
+        s = self.shape
+        partition = z % s.partitions
+        id_ = self._fresh_id()
+        source = self._input_record(id_, partition, sent=True)
+        output = {"id": id_, "src_partition": partition, "src_offset": source["offset"]}
+        seq = self._transaction(partition % s.instances, 1, [source], [output])
+        self.zombies.append({"instance": partition % s.instances, "txn_seq": seq})
+
+    def _fenced_attempt(self) -> None:
+        """Instance 0 tries to send offsets under a stale generation, is refused, and aborts."""
+        s = self.shape
+        seq, self.next_seq = self.next_seq, self.next_seq + 2
+        txn = {"instance": 0, "incarnation": 1, "txn_id": "eoschaos-txn-0", "txn_seq": seq}
+        t0, proc = s.slot_time(self.u), "processor-0.1"
+        steps = [
+            ("begin", "invoke", {"fate": "commit"}),
+            ("begin", "ok", {}),
+            ("send-offsets", "invoke", {}),
+            ("send-offsets", "fail", {"error": "ILLEGAL_GENERATION"}),
+            ("abort", "invoke", {}),
+            ("abort", "ok", {}),
+        ]
+        for n, (f, type_, more) in enumerate(steps):
+            self._event(
+                "txn", type_, f, proc, t0 + 0.1 * n * s.slot_seconds, **txn, generation=1, **more
+            )
+        self.u += 1
+
+    def _transaction(
+        self, instance: int, generation: int, consumed: list[dict], outputs: list[dict]
+    ) -> int:
+        s = self.shape
+        seq, self.next_seq = self.next_seq, self.next_seq + 2
+        t0 = s.slot_time(self.u)
+        txn_id = f"eoschaos-txn-{instance}" if s.mode == "eos" else None
+        txn = {
+            "instance": instance,
+            "incarnation": 1,
+            "txn_id": txn_id,
+            "txn_seq": seq,
+            "generation": generation,
+        }
+        positions = {}
+        for c in consumed:
+            positions[c["partition"]] = max(positions.get(c["partition"], 0), c["offset"] + 1)
+        offsets = [{"partition": p, "offset": o} for p, o in sorted(positions.items())]
+        proc = f"processor-{instance}.1"
+        steps = EOS_STEPS if s.mode == "eos" else ALOS_STEPS
+        for f, type_, dt, outcome in steps:
+            if outcome in ("any", "commit"):
+                more: dict[str, Any] = {}
+                if f == "begin":
+                    more["fate"] = "commit"
+                if f == "produce":
+                    more["count"] = len(outputs)
+                    more["fate"] = None if s.mode == "eos" else "none"
+                if f in OFFSET_STEPS:
+                    more["offsets"] = offsets
+                t = t0 + dt * s.slot_seconds
+                self._event("txn", type_, f, proc, t, **txn, **more)
+        touched = set()
+        for n, out in enumerate(outputs):
+            partition = n % s.output_partitions
+            touched.add(partition)
+            offset = self.output_end[partition]
+            self.output_end[partition] += 1
+            header = {
+                **txn,
+                **out,
+                "txn_size": len(outputs),
+                "fate": "commit" if s.mode == "eos" else "none",
+            }
+            t = t0 + (0.7 + 0.001 * n) * s.slot_seconds
+            place = {"topic": OUTPUT_TOPIC, "partition": partition, "offset": offset}
+            self._event(
+                "read", "ok", "poll", OBSERVER, t, **place, **header, isolation="read_committed"
+            )
+            for reader in (FINAL_COMMITTED, FINAL_UNCOMMITTED):
+                self._scan(reader, OUTPUT_TOPIC, partition, offset, **header)
+        for partition in touched:  # the commit marker
+            self.output_end[partition] += 1
+        self.u += 1
+        return seq
+
+    def _end_state(self) -> None:
+        s, plants = self.shape, self.plants
+        t = self.end_time + 40.0
+        ends = [(OUTPUT_TOPIC, p, e) for p, e in enumerate(self.output_end)]
+        ends += [(INPUT_TOPIC, p, e) for p, e in enumerate(self.input_end)]
+        if plants.lso_behind > len(ends):
+            raise ValueError(f"lso_behind must be <= {len(ends)} partitions")
+        if plants.group_offsets_behind > s.partitions:
+            raise ValueError(f"group_offsets_behind must be <= {s.partitions} partitions")
+        self.lso_behind = ends[: plants.lso_behind]
+        for n, (topic, p, end) in enumerate(ends):
+            lso = end - 1 if n < plants.lso_behind else end
+            self._event(
+                "end",
+                "ok",
+                "log-end",
+                "end-state",
+                t,
+                topic=topic,
+                partition=p,
+                offset=end,
+                lso=lso,
+            )
+        for p, end in enumerate(self.input_end):
+            committed = end - 1 if p < plants.group_offsets_behind else end
+            self._event(
+                "end",
+                "ok",
+                "group-offset",
+                "end-state",
+                t,
+                topic=INPUT_TOPIC,
+                partition=p,
+                offset=committed,
+            )
+        for x in range(plants.open_transaction):
+            params = json.dumps({"state": "Ongoing", "producer_id": 9000 + x})
+            self._event(
+                "end", "ok", "open-txn", "end-state", t, txn_id=f"eoschaos-open-{x}", params=params
+            )
+        for i in range(s.instances):
+            self._event(
+                "instance",
+                "info",
+                "exit",
+                "supervisor",
+                t - 30,
+                instance=i,
+                incarnation=1,
+                error="0",
+            )
+
+    def dataframe(self, spark: SparkSession) -> DataFrame:
+        schema = event_schema()
+        names = schema.fieldNames()
+        rows = []
+        for row in self.rows:
+            if row["kind"] == "read" and row["process"] != OBSERVER:
+                row = {**row, "time": _scan_start(self.end_time, row["process"]) + row["time"]}
+            rows.append(tuple(row.get(name) for name in names))
+        return spark.createDataFrame(rows, schema)
+
+    def planted(self, targets: _Targets) -> dict[str, list[dict[str, Any]]]:
+        """The planted records, in the terms the checks' examples use."""
+        s = self.shape
+        q = s.output_partitions
+
+        def at(r: int, aborted: bool = False) -> dict[str, int]:
+            k, j = divmod(r, s.txn_size)
+            return {"partition": j % q, "offset": s.output_offset(s.attempt(k, aborted), j)}
+
+        return {
+            "lost": [{"id": i} for i in self.lost_ids],
+            "duplicate": [{"id": i} for i in targets.duplicate_ids],
+            "phantom": [{"id": i} for i in self.phantom_ids],
+            "duplicate_input": [{"id": i} for i in targets.duplicate_input_ids],
+            "aborted_read": [at(r, aborted=True) for r in targets.aborted_read],
+            "uncommitted_read": [at(r) for r in targets.uncommitted_read],
+            "fractured_read": [
+                {"instance": s.instance(k), "txn_seq": s.txn_seq(k)}
+                for k in range(targets.fractured)
+            ],
+            "order_backwards": [at(r) for r in targets.backwards],
+            "order_skip": [at(k * s.txn_size + j) for k in targets.skip for j in range(s.txn_size)],
+            "inconsistent_offsets": [at(r) for r in targets.inconsistent],
+            "zombie_write": self.zombies,
+            "open_transaction": [
+                {"txn_id": f"eoschaos-open-{x}"} for x in range(self.plants.open_transaction)
+            ],
+            "lso_behind": [{"topic": t, "partition": p} for t, p, _ in self.lso_behind],
+            "group_offsets_behind": [
+                {"partition": p} for p in range(self.plants.group_offsets_behind)
+            ],
+        }
+
+
+def _write_jsonl(events: DataFrame, directory: Path, shape: RunShape) -> None:
+    if shape.records > JSONL_MAX_RECORDS:
+        raise ValueError(f"JSON lines are for small histories (<= {JSONL_MAX_RECORDS} records)")
+    directory.mkdir(parents=True, exist_ok=True)
+    lines = (
+        events.select("process", "time", F.to_json(F.struct(*events.columns)).alias("line"))
+        .orderBy("process", "time")
+        .collect()
+    )
+    by_process: dict[str, list[str]] = {}
+    for row in lines:
+        by_process.setdefault(row["process"], []).append(row["line"] + "\n")
+    for process, process_lines in by_process.items():
+        (directory / f"{process}.jsonl").write_text("".join(process_lines))
+
+
+def _manifest(shape: RunShape, seed: int, end_time: float) -> dict[str, Any]:
+    return {
+        "workload": "synthetic",
+        "mode": shape.mode,
+        "seed": seed,
+        "faults": [{"f": "kill", "target": "broker-2"}],
+        "records": shape.records,
+        "instances": shape.instances,
+        "partitions": shape.partitions,
+        "output_partitions": shape.output_partitions,
+        "input_topic": INPUT_TOPIC,
+        "output_topic": OUTPUT_TOPIC,
+        "kafka_version": "synthetic",
+        "backend": "synthetic",
+        "command": f"checkers.synthetic.write_synthetic(seed={seed})",
+        "shape": asdict(shape),
+        "start": shape.start,
+        "end": end_time + 60.0,
+    }

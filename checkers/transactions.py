@@ -1,0 +1,127 @@
+"""What happened to each transaction, and which readers saw how much of it.
+
+A transaction is (instance, incarnation, txn_seq): txn_seq restarts with every incarnation and
+in eos mode the transactional.id is the same across incarnations, so neither txn_id nor txn_seq
+alone identifies one. The transaction table has one row per transaction (thousands, not
+millions) and is broadcast into the one pass over downstream reads that the aborted,
+uncommitted, fractured and zombie checks share.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from checkers.census import FINAL_UNCOMMITTED
+from checkers.history_io import History
+
+TXN_KEY = ["instance", "incarnation", "txn_seq"]
+# Errors by which a broker or group coordinator rejects an older owner (fencing at work).
+REJECTION_ERRORS = (
+    "ILLEGAL_GENERATION|UNKNOWN_MEMBER_ID|_FENCED|PRODUCER_FENCED|INVALID_PRODUCER_EPOCH"
+)
+CONSUMING_STEPS = ("produce", "send-offsets", "commit-offsets")
+
+
+def _step(f: str, type_: str) -> Column:
+    return (F.col("f") == f) & (F.col("type") == type_)
+
+
+def rejected_attempt() -> Column:
+    """A txn event that shows fencing rejecting an attempt."""
+    return F.col("type").isin("fail", "info") & (
+        F.coalesce(F.col("error"), F.lit("")).rlike(REJECTION_ERRORS) | (F.col("f") == "fenced")
+    )
+
+
+def transaction_table(history: History) -> DataFrame:
+    """One row per transaction: its fate, commit times, generation and input partitions.
+
+    aborted: known not committed -- the record headers' or begin's fate was abort, or an abort
+    was invoked, or the commit failed, and no commit succeeded. A commit whose outcome is
+    unknown (info, process killed) is not aborted: it may well have committed.
+    """
+    consumed = F.when(F.col("f").isin(*CONSUMING_STEPS), F.col("offsets.partition"))
+    return (
+        history.kind("txn")
+        .groupBy(*TXN_KEY)
+        .agg(
+            F.max("txn_id").alias("txn_id"),
+            F.max(F.when(F.col("f") == "begin", F.col("fate"))).alias("begin_fate"),
+            F.coalesce(
+                F.max(F.when(_step("commit", "invoke"), F.col("generation"))),
+                F.max("generation"),
+            ).alias("generation"),
+            F.min(F.when(_step("commit", "invoke"), F.col("time"))).alias("commit_invoked"),
+            F.min(F.when(_step("commit", "ok"), F.col("time"))).alias("committed_at"),
+            F.max(_step("commit", "fail")).alias("commit_failed"),
+            F.max(_step("abort", "invoke")).alias("abort_invoked"),
+            F.sum(rejected_attempt().cast("int")).alias("rejected"),
+            F.array_distinct(F.flatten(F.collect_list(consumed))).alias("partitions"),
+        )
+        .withColumn(
+            "aborted",
+            F.col("committed_at").isNull()
+            & (
+                (F.coalesce(F.col("begin_fate"), F.lit("")) == "abort")
+                | F.col("abort_invoked")
+                | F.col("commit_failed")
+            ),
+        )
+    )
+
+
+def transaction_stats(txns: DataFrame) -> dict[str, int]:
+    real = F.col("txn_seq").isNotNull()
+    unknown = (
+        real & F.col("commit_invoked").isNotNull() & F.col("committed_at").isNull()
+    ) & ~F.col("aborted")
+    row = txns.agg(
+        F.sum(real.cast("int")).alias("total"),
+        F.sum((real & F.col("committed_at").isNotNull()).cast("int")).alias("committed"),
+        F.sum((real & F.col("aborted")).cast("int")).alias("aborted"),
+        F.sum((F.col("rejected") > 0).cast("int")).alias("fenced"),
+        F.sum(unknown.cast("int")).alias("unknown"),
+        F.sum("rejected").alias("rejected_attempts"),
+    ).first()
+    return {key: int(row[key] or 0) for key in row.asDict()}
+
+
+def transaction_reads(history: History, txns: DataFrame) -> DataFrame:
+    """(reader, transaction) -> what that reader saw of it, for every reader that must see only
+    committed data: one pass over their reads of the output topic, each read joined to its
+    transaction's outcome (broadcast) before grouping, so reads before the commit are counted
+    exactly and one offending read per transaction is kept as the example."""
+    outcome = txns.select(
+        *TXN_KEY,
+        "aborted",
+        "commit_invoked",
+        "committed_at",
+        F.col("generation").alias("owner_generation"),
+        F.col("partitions").alias("consumed"),
+    )
+    reads = history.kind("read").filter(
+        (F.col("topic") == history.output_topic) & (F.col("process") != FINAL_UNCOMMITTED)
+    )
+    read = F.struct("partition", "offset", "id", "time")
+    before_commit = F.col("time") < F.col("commit_invoked")
+    return (
+        reads.join(F.broadcast(outcome), TXN_KEY, "left")
+        .groupBy("process", *TXN_KEY)
+        .agg(
+            F.count(F.lit(1)).alias("seen"),
+            F.max("txn_size").alias("txn_size"),
+            F.max("txn_id").alias("txn_id"),
+            F.coalesce(F.max("owner_generation"), F.max("generation")).alias("generation"),
+            (F.max(F.col("fate") == "abort") | F.max("aborted")).alias("aborted"),
+            F.max("commit_invoked").alias("commit_invoked"),
+            F.max("committed_at").alias("committed_at"),
+            F.count(F.when(before_commit, 1)).alias("before_commit"),
+            F.min(read).alias("first_read"),
+            F.min(F.when(before_commit, read)).alias("first_early_read"),
+            F.array_union(
+                F.coalesce(F.max("consumed"), F.array().cast("array<int>")),
+                F.collect_set("src_partition"),
+            ).alias("partitions"),
+        )
+    )

@@ -1,0 +1,121 @@
+"""check_run: a run directory's history in, the verdict dict (verdict.json's content) out.
+
+Spark jobs: the census (one grouped pass: readers, end state, faults, time span), the
+transaction table (one row per transaction, kept in memory), then every check's anomaly rows
+in ONE action -- the passes over sends and reads run as stages of it, and only counts and a
+few examples reach the driver -- and the per-second throughput for the timeline.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+
+from checkers import delivery, fencing, isolation, liveness
+from checkers.census import FINAL_COMMITTED, FINAL_UNCOMMITTED, Census, take_census
+from checkers.findings import result, tally
+from checkers.history_io import History, load_history
+from checkers.timeline import timeline
+from checkers.transactions import transaction_reads, transaction_stats, transaction_table
+from eoschaos.history import SCHEMA_VERSION
+
+DESCRIPTIONS = {
+    **delivery.DESCRIPTIONS,
+    **isolation.DESCRIPTIONS,
+    **fencing.DESCRIPTIONS,
+    **liveness.DESCRIPTIONS,
+}
+TRANSACTIONLESS_MODES = ("alos",)
+NEEDS_TRANSACTIONS = (
+    "isolation.aborted-read",
+    "isolation.uncommitted-read",
+    "isolation.fractured-read",
+    "fencing.zombie-write",
+    "liveness.open-transactions",
+)
+NEEDS_FINAL_SCAN = (*delivery.DESCRIPTIONS, "isolation.fractured-read")
+MANIFEST_KEYS = ("workload", "mode", "seed", "kafka_version", "faults", "backend", "command")
+
+
+def check_run(spark: SparkSession, run_dir: Path, *, max_examples: int = 5) -> dict[str, Any]:
+    """Judge RUN_DIR's history. Writes nothing: the CLI writes verdict.json."""
+    started = time.monotonic()
+    history = load_history(spark, Path(run_dir))
+    census = take_census(history)
+    not_applicable = _not_applicable(history, census)
+    applicable = [name for name in DESCRIPTIONS if name not in not_applicable]
+
+    parts: list[DataFrame] = [isolation.offset_findings(history, census)]
+    if "delivery.lost" in applicable:
+        parts.append(delivery.delivery_findings(history))
+    txn_stats: dict[str, int] = {}
+    txns = None
+    if "isolation.aborted-read" in applicable:
+        txns = transaction_table(history).cache()
+        txn_stats = transaction_stats(txns)
+        txn_reads = transaction_reads(history, txns)
+        drained = census.drained(history.output_topic) if census.has_final_committed else []
+        parts += [
+            isolation.transaction_read_findings(txn_reads, drained),
+            fencing.zombie_findings(txn_reads, txns),
+        ]
+    tallies = tally(functools.reduce(DataFrame.unionByName, parts), max_examples)
+    if txns is not None:
+        txns.unpersist()
+    tallies.update(liveness.liveness_tallies(census, history.input_topic, max_examples))
+
+    checks = {name: result(DESCRIPTIONS[name], tallies.get(name)) for name in applicable}
+    if "fencing.zombie-write" in checks:
+        checks["fencing.zombie-write"]["counts"]["rejected_attempts"] = txn_stats.get(
+            "rejected_attempts", 0
+        )
+    verdict = {
+        "verdict": "FAIL" if any(c["verdict"] == "FAIL" for c in checks.values()) else "PASS",
+        "complete": history.complete,
+        "damage": history.damage,
+        "history_schema": SCHEMA_VERSION,
+        **{key: history.manifest.get(key) for key in MANIFEST_KEYS},
+        "checks": checks,
+        "not_applicable": not_applicable,
+        "stats": _stats(history, census, txn_stats),
+        "timeline": timeline(history, census),
+    }
+    verdict["checker"] = {
+        "seconds": round(time.monotonic() - started, 3),
+        "spark_master": spark.sparkContext.master,
+        "events": census.events,
+    }
+    return verdict
+
+
+def _not_applicable(history: History, census: Census) -> dict[str, str]:
+    """Checks that cannot be judged on this history, with why: never a PASS that cannot fail."""
+    reasons: dict[str, str] = {}
+    if history.mode in TRANSACTIONLESS_MODES:
+        for name in NEEDS_TRANSACTIONS:
+            reasons[name] = f"mode {history.mode} uses no transactions"
+    if not census.has_final_committed:
+        for name in NEEDS_FINAL_SCAN:
+            reasons.setdefault(name, "the history has no final-committed scan")
+    if not census.end_rows_of("log-end"):
+        for name in liveness.DESCRIPTIONS:
+            reasons.setdefault(name, "the history has no end state (log-end rows)")
+    elif not census.end_rows_of("group-offset"):
+        reasons["liveness.group-offsets"] = "the end state has no group offsets"
+    return reasons
+
+
+def _stats(history: History, census: Census, txn_stats: dict[str, int]) -> dict[str, Any]:
+    """Record counts as the final scans saw them (informational: the checks judge ids)."""
+    return {
+        "input_records": census.records_of(FINAL_COMMITTED, history.input_topic),
+        "acked_sends": census.acked_sends,
+        "output_committed": census.records_of(FINAL_COMMITTED, history.output_topic),
+        "output_uncommitted": census.records_of(FINAL_UNCOMMITTED, history.output_topic),
+        "transactions": txn_stats,
+        "readers": census.records,
+    }

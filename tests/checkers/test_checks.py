@@ -1,0 +1,171 @@
+"""What the checkers promise: every check passes on a correct history and reports exactly the
+anomalies planted in a synthetic one -- the planted count, with examples pointing at the planted
+records -- and invents none."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from checkers.synthetic import PLANT_CHECKS, Plants, RunShape, write_synthetic
+from checkers.verdict import DESCRIPTIONS, NEEDS_TRANSACTIONS, check_run
+
+SHAPE = RunShape()  # 512 records, 2 input and 2 output partitions, 2 instances, 1 abort in 3
+EVERY_ANOMALY = Plants(**{plant: 2 for plant in PLANT_CHECKS})
+ALL_EXAMPLES = 1000
+
+
+def matches(example: dict, target: dict) -> bool:
+    """An example points at a planted record when it agrees on every field the plant names."""
+    return all(example.get(key) == value for key, value in target.items())
+
+
+def failing_counts(verdict: dict) -> dict[str, int]:
+    return {name: c["count"] for name, c in verdict["checks"].items() if c["verdict"] == "FAIL"}
+
+
+@pytest.fixture(scope="module")
+def clean(spark, tmp_path_factory):
+    run = write_synthetic(spark, tmp_path_factory.mktemp("clean"), SHAPE)
+    return run, check_run(spark, run.run_dir)
+
+
+@pytest.fixture(scope="module")
+def planted(spark, tmp_path_factory):
+    run = write_synthetic(spark, tmp_path_factory.mktemp("planted"), SHAPE, EVERY_ANOMALY, seed=7)
+    return run, check_run(spark, run.run_dir, max_examples=ALL_EXAMPLES)
+
+
+@pytest.mark.parametrize("check", DESCRIPTIONS)
+def test_check_passes_on_a_correct_history(clean, check):
+    result = clean[1]["checks"][check]
+    assert (result["verdict"], result["count"], result["examples"]) == ("PASS", 0, [])
+
+
+def test_correct_history_passes_with_every_check_applied(clean):
+    verdict = clean[1]
+    assert (verdict["verdict"], verdict["complete"], verdict["not_applicable"]) == (
+        "PASS",
+        True,
+        {},
+    )
+
+
+def test_stats_count_records_transactions_and_readers(clean):
+    run, verdict = clean
+    shape = run.shape
+    aborted_attempts = sum(shape.aborts(k) for k in range(shape.slots))
+    stats = verdict["stats"]
+    assert stats["input_records"] == stats["acked_sends"] == stats["output_committed"] == 512
+    assert stats["output_uncommitted"] == 512 + aborted_attempts * shape.txn_size
+    assert stats["transactions"]["committed"] == shape.slots
+    assert stats["transactions"]["aborted"] == aborted_attempts
+    assert stats["readers"]["observer"] == {"output-topic": 512}
+
+
+def test_verdict_names_the_run_and_the_checker(clean, spark):
+    verdict = clean[1]
+    assert (verdict["workload"], verdict["mode"], verdict["seed"]) == ("synthetic", "eos", 0)
+    assert verdict["history_schema"] == 1
+    assert verdict["checker"]["spark_master"] == spark.sparkContext.master
+    assert verdict["checker"]["events"] > 512 * 4
+
+
+def test_timeline_pairs_each_fault_with_its_heal(clean):
+    faults = clean[1]["timeline"]["faults"]
+    assert [(f["f"], f["target"]) for f in faults] == [("kill", "broker-2")]
+    assert 0 < faults[0]["start"] < faults[0]["end"]
+
+
+def test_timeline_has_one_row_per_second_adding_up_to_the_history(clean):
+    run, verdict = clean
+    throughput = verdict["timeline"]["throughput"]
+    assert [row["t"] for row in throughput] == list(range(len(throughput)))
+    assert sum(row["sends"] for row in throughput) == 512
+    assert sum(row["commits"] for row in throughput) == run.shape.slots
+    assert sum(row["reads"] for row in throughput) == 512  # the observer's
+
+
+@pytest.mark.parametrize("plant", PLANT_CHECKS)
+def test_planted_anomaly_fails_its_check_with_the_planted_count_and_records(planted, plant):
+    run, verdict = planted
+    check = PLANT_CHECKS[plant]
+    result = verdict["checks"][check]
+    assert (result["verdict"], result["count"]) == ("FAIL", run.expected[check])
+    missing = [
+        target
+        for target in run.planted[plant]
+        if not any(matches(example, target) for example in result["examples"])
+    ]
+    assert len(run.planted[plant]) == getattr(EVERY_ANOMALY, plant) * (
+        run.shape.txn_size if plant == "order_skip" else 1
+    )
+    assert missing == []
+
+
+def test_order_reports_backwards_reads_and_skipped_records_apart(planted):
+    run, verdict = planted
+    counts = verdict["checks"]["isolation.order"]["counts"]
+    assert counts == {"backwards": 2, "skip": 2 * run.shape.txn_size}
+
+
+def test_examples_are_capped_but_the_count_is_not(spark, tmp_path):
+    run = write_synthetic(spark, tmp_path, SHAPE, Plants(lost=4))
+    result = check_run(spark, run.run_dir, max_examples=3)["checks"]["delivery.lost"]
+    assert (result["count"], len(result["examples"])) == (4, 3)
+
+
+def test_fenced_attempts_are_counted_without_failing(spark, tmp_path):
+    run = write_synthetic(spark, tmp_path, SHAPE, Plants(fenced_attempts=2))
+    verdict = check_run(spark, run.run_dir)
+    zombie = verdict["checks"]["fencing.zombie-write"]
+    assert (verdict["verdict"], zombie["counts"]["rejected_attempts"]) == ("PASS", 2)
+    assert verdict["stats"]["transactions"]["fenced"] == 2
+
+
+def test_alos_history_lists_transactional_checks_as_not_applicable(spark, tmp_path):
+    shape = RunShape(mode="alos", abort_every=0)
+    run = write_synthetic(spark, tmp_path, shape, Plants(duplicate=1))
+    verdict = check_run(spark, run.run_dir)
+    assert sorted(verdict["not_applicable"]) == sorted(NEEDS_TRANSACTIONS)
+    assert not set(NEEDS_TRANSACTIONS) & set(verdict["checks"])
+    assert failing_counts(verdict) == {"delivery.duplicate": 1}
+
+
+def test_history_without_end_state_lists_liveness_as_not_applicable(spark, tmp_path):
+    run = write_synthetic(spark, tmp_path, SHAPE, parquet=False)
+    (run.run_dir / "history" / "end-state.jsonl").unlink()
+    verdict = check_run(spark, run.run_dir)
+    assert sorted(verdict["not_applicable"]) == sorted(
+        ["liveness.lso", "liveness.group-offsets", "liveness.open-transactions"]
+    )
+    assert verdict["verdict"] == "PASS"
+
+
+def test_truncated_history_is_checked_and_flagged_incomplete(spark, tmp_path):
+    run = write_synthetic(spark, tmp_path, SHAPE, Plants(lost=1), parquet=False)
+    with (Path(run.run_dir) / "history" / "observer.jsonl").open("a") as history:
+        history.write('{"kind":"read","type":"ok","f":"po')
+    verdict = check_run(spark, run.run_dir)
+    assert (verdict["verdict"], verdict["complete"]) == ("FAIL", False)
+    assert failing_counts(verdict) == {"delivery.lost": 1}
+    assert "observer.jsonl" in verdict["damage"][0]
+
+
+ANOMALIES = st.dictionaries(st.sampled_from(sorted(PLANT_CHECKS)), st.integers(1, 2), max_size=4)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(chosen=ANOMALIES, seed=st.integers(0, 10_000))
+def test_every_planted_anomaly_is_reported_and_none_invented(spark, tmp_path_factory, chosen, seed):
+    run = write_synthetic(
+        spark, tmp_path_factory.mktemp("property"), SHAPE, Plants(**chosen), seed=seed
+    )
+    verdict = check_run(spark, run.run_dir, max_examples=ALL_EXAMPLES)
+    assert failing_counts(verdict) == run.expected
+    for plant in chosen:
+        examples = verdict["checks"][PLANT_CHECKS[plant]]["examples"]
+        assert all(any(matches(e, t) for e in examples) for t in run.planted[plant])
