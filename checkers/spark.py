@@ -8,12 +8,14 @@ answered from file footers where a plan allows it.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 
 from pyspark.sql import SparkSession
 
 DEFAULT_MASTER = "local[*]"
+LOOPBACK = "127.0.0.1"
 DRIVER_MEMORY = "4g"
 SHUFFLE_PARTITIONS = 8
 JAVA_OPTIONS = "-Dlog4j2.level=WARN"
@@ -35,8 +37,16 @@ def spark_session(
     master = master or DEFAULT_MASTER
     print(f"eoschaos: starting Spark ({master}) ...", file=sys.stderr, flush=True)
     started = time.monotonic()
+    builder = SparkSession.builder
+    if master.startswith("local"):
+        # Spark's driver would otherwise bind the host's first non-loopback address; a local
+        # checker serves nobody else, so everything it listens on stays on 127.0.0.1.
+        os.environ.setdefault("SPARK_LOCAL_IP", LOOPBACK)
+        builder = builder.config("spark.driver.bindAddress", LOOPBACK).config(
+            "spark.driver.host", LOOPBACK
+        )
     spark = (
-        SparkSession.builder.master(master)
+        builder.master(master)
         .appName(app)
         .config("spark.driver.memory", DRIVER_MEMORY)
         .config("spark.driver.extraJavaOptions", f"{JAVA_OPTIONS} {java_options}".strip())
