@@ -43,6 +43,7 @@ OBSERVER_DRAIN_TIMEOUT_S = 60.0
 SCAN_TIMEOUT_S = 120.0
 SETTLE_TIMEOUT_S = 30.0  # transaction.timeout.ms (20 s) plus time to write the abort markers
 PROGRESS_INTERVAL_S = 5.0
+TOPIC_READY_TIMEOUT_S = 30.0
 
 
 def progress_to_stderr(message: str) -> None:
@@ -89,6 +90,8 @@ class Kip447Workload:
         ]
         for future in self._admin.create_topics(topics).values():
             future.result(30)
+        for topic in (self.config.input_topic, self.config.output_topic):
+            self._wait_topic_known(topic, TOPIC_READY_TIMEOUT_S)
         self._progress(
             f"topics {self.config.input_topic}, {self.config.output_topic}: "
             f"{self.config.partitions} partitions"
@@ -222,6 +225,21 @@ class Kip447Workload:
             self._observer.stop(drain_timeout=0)
         if self._seeder is not None:
             self._seeder.stop()
+
+    def _wait_topic_known(self, topic: str, timeout: float) -> None:
+        """A just-created topic can be missing from a broker's metadata for a moment; every
+        client started next (observer, processors) must find all its partitions led."""
+        deadline = time.monotonic() + timeout
+        while True:
+            described = self._admin.list_topics(topic=topic, timeout=5).topics.get(topic)
+            partitions = described.partitions if described and described.error is None else {}
+            if len(partitions) == self.config.partitions and all(
+                p.leader >= 0 for p in partitions.values()
+            ):
+                return
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"topic {topic} not fully led {timeout:.0f}s after creation")
+            time.sleep(0.2)
 
     def _running_supervisor(self) -> Supervisor:
         if self._supervisor is None:
