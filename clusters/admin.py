@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from clusters.kafka_dist import KafkaDistribution, java_binary
@@ -134,22 +134,54 @@ def wait_answers_for_itself(endpoint: str, node_id: int, timeout: float) -> None
     )
 
 
+def create_topics(admin: AdminClient, topics: list[NewTopic], timeout: float) -> None:
+    """Create `topics`, retrying until `timeout`; a topic that already exists counts as created.
+
+    librdkafka drops its bootstrap broker handles once it has learned the real brokers, and a
+    request in flight on one fails with _DESTROY_BROKER; right after cluster start a broker may
+    also still be loading. Neither says anything about the request, so both are retried.
+    """
+    deadline = time.monotonic() + timeout
+    pending = list(topics)
+    while pending:
+        futures = admin.create_topics(pending, request_timeout=max(1.0, min(15.0, timeout)))
+        failed: list[NewTopic] = []
+        for topic in pending:
+            try:
+                futures[topic.topic].result(max(1.0, deadline - time.monotonic()))
+            except KafkaException as exc:
+                error = exc.args[0]
+                if error.code() == KafkaError.TOPIC_ALREADY_EXISTS:
+                    continue
+                if time.monotonic() > deadline or not _transient(error):
+                    raise
+                failed.append(topic)
+        pending = failed
+        if pending:
+            time.sleep(0.5)
+
+
+def _transient(error: KafkaError) -> bool:
+    return error.retriable() or error.code() in (
+        KafkaError._DESTROY_BROKER,
+        KafkaError._TRANSPORT,
+        KafkaError._TIMED_OUT,
+        KafkaError.REQUEST_TIMED_OUT,
+        KafkaError.NOT_CONTROLLER,
+    )
+
+
 def probe_internal_topics(bootstrap: str, replication_factor: int, timeout: float) -> None:
     """Make `__transaction_state` and `__consumer_offsets` exist and prove both usable.
 
     Runs one committed transaction and one group offset commit; the brokers create each
     internal topic on first use.
     """
-    admin = admin_client(bootstrap)
-    futures = admin.create_topics(
-        [NewTopic(READINESS_TOPIC, num_partitions=1, replication_factor=replication_factor)]
+    create_topics(
+        admin_client(bootstrap),
+        [NewTopic(READINESS_TOPIC, num_partitions=1, replication_factor=replication_factor)],
+        timeout,
     )
-    for future in futures.values():
-        try:
-            future.result(timeout)
-        except KafkaException as exc:
-            if "TOPIC_ALREADY_EXISTS" not in str(exc):
-                raise
     producer = Producer(
         {
             "bootstrap.servers": bootstrap,

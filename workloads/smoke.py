@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from clusters import admin
+
 
 @dataclass(frozen=True)
 class SmokeResult:
@@ -27,11 +29,11 @@ class SmokeResult:
 
 
 def create_topic(bootstrap: str, topic: str, partitions: int, replication: int) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
-    future = admin.create_topics(
-        [NewTopic(topic, num_partitions=partitions, replication_factor=replication)]
-    )[topic]
-    future.result(30)
+    admin.create_topics(
+        AdminClient({"bootstrap.servers": bootstrap, "log_level": 3}),
+        [NewTopic(topic, num_partitions=partitions, replication_factor=replication)],
+        30,
+    )
 
 
 def transactional_producer(bootstrap: str, transactional_id: str | None = None) -> Producer:

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from confluent_kafka.admin import NewTopic
 
+from clusters import admin
 from clusters.kafka_dist import KafkaDistribution
 from workloads.kip447.config import MODES, Kip447Config, ProcessorConfig
 from workloads.kip447.final import ScanResult, final_scan, record_end_state, wait_settled
@@ -88,8 +89,7 @@ class Kip447Workload:
             )
             for name in (self.config.input_topic, self.config.output_topic)
         ]
-        for future in self._admin.create_topics(topics).values():
-            future.result(30)
+        admin.create_topics(self._admin, topics, TOPIC_READY_TIMEOUT_S)
         for topic in (self.config.input_topic, self.config.output_topic):
             self._wait_topic_known(topic, TOPIC_READY_TIMEOUT_S)
         self._progress(
