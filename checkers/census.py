@@ -43,6 +43,7 @@ class Census:
     readers: list[str]  # every reader in the history, sorted
     records: dict[str, dict[str, int]]  # reader -> topic -> records read
     acked_sends: int  # send events of type ok
+    first_offsets: dict[tuple[str, str, int], int]  # (reader, topic, partition) -> lowest offset
     last_offsets: dict[tuple[str, str, int], int]  # (reader, topic, partition) -> highest offset
     end_rows: list[dict[str, Any]]  # the end-state writer's rows
     faults: list[dict[str, Any]]  # fault events in time order
@@ -91,6 +92,7 @@ def take_census(history: History) -> Census:
     aggregates = [
         F.count(F.lit(1)).alias("events"),
         F.count(F.when(F.col("type") == "ok", 1)).alias("ok"),
+        F.min("offset").alias("first"),
         F.max("offset").alias("last"),
         F.min("time").alias("start"),
         F.max("time").alias("end"),
@@ -103,13 +105,14 @@ def take_census(history: History) -> Census:
         .collect()
     )
     records: dict[str, dict[str, int]] = {}
-    last_offsets = {}
+    first_offsets, last_offsets = {}, {}
     for row in rows:
         if row["kind"] == "read" and row["process"] is not None:
             by_topic = records.setdefault(row["process"], {})
             by_topic[row["topic"]] = by_topic.get(row["topic"], 0) + row["events"]
             if row["last"] is not None:
-                last_offsets[(row["process"], row["topic"], row["partition"])] = row["last"]
+                place = (row["process"], row["topic"], row["partition"])
+                first_offsets[place], last_offsets[place] = row["first"], row["last"]
     starts = [row["start"] for row in rows if row["start"] is not None]
     ends = [row["end"] for row in rows if row["end"] is not None]
     return Census(
@@ -119,6 +122,7 @@ def take_census(history: History) -> Census:
         end=max(ends, default=None),
         readers=sorted(records),
         records=records,
+        first_offsets=first_offsets,
         last_offsets=last_offsets,
         end_rows=[row.asDict() for row in kept if row["kind"] == "end"],
         faults=sorted(

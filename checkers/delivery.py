@@ -64,11 +64,15 @@ def delivery_findings(history: History) -> DataFrame:
     per_id = (
         sends.unionByName(inputs, allowMissingColumns=True)
         .unionByName(outputs, allowMissingColumns=True)
+        # Sorted by id, the grouping streams (a sort aggregate, kept by the order-sensitive
+        # first()) instead of probing a hash map of millions of ids that does not fit a cache.
+        .repartition("id")
+        .sortWithinPartitions("id")
         .groupBy("id")
         .agg(
             F.max("sent").alias("sent"),
             F.max("acked").alias("acked"),
-            F.min("ack_place").alias("ack_place"),
+            F.first("ack_place", ignorenulls=True).alias("ack_place"),
             F.count("in_place").alias("in_n"),
             F.min("in_place").alias("in_first"),
             F.max("in_place").alias("in_last"),

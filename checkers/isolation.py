@@ -2,9 +2,10 @@
 
 Two passes over the reads:
 - per offset (inconsistent-offsets, order): every read of both topics is shuffled once by
-  (topic, partition) and grouped by offset with one conditional column per reader; a window over
-  each partition in offset order then finds, per reader, offsets read out of order (a later
-  offset read earlier), offsets read twice, and committed offsets it stepped over;
+  (topic, partition), sorted by offset and grouped by it with one conditional column per
+  reader; a window over each partition in offset order then finds, per reader, offsets read
+  out of order (a later offset read earlier), offsets read twice, and committed offsets it
+  stepped over inside the range it read;
 - per transaction (aborted, uncommitted, fractured): what each downstream reader saw of each
   transaction, from checkers.transactions.transaction_reads.
 """
@@ -19,6 +20,8 @@ from checkers.findings import explode_findings, finding
 from checkers.history_io import History
 from checkers.transactions import TXN_KEY
 
+TOPIC_SHIFT = 62  # place = topic code << 62 | partition << 40 | offset: one radix-sortable long
+PARTITION_SHIFT = 40
 DESCRIPTIONS = {
     "isolation.aborted-read": "A reader that must see only committed data returned a record of "
     "a transaction that aborted.",
@@ -45,15 +48,25 @@ def offset_findings(history: History, census: Census) -> DataFrame:
     reads = (
         history.kind("read")
         .select(
-            topic_code.alias("t"),
-            "partition",
-            "offset",
-            "id",
-            "time",
-            reader_code.alias("reader"),
+            topic_code.alias("t"), "partition", "offset", "id", "time", reader_code.alias("reader")
         )
         .filter(F.col("t").isNotNull())
-        .repartition("t", "partition")  # the window below needs whole partitions anyway
+        .select(
+            (
+                F.shiftleft(F.col("t").cast("long"), TOPIC_SHIFT)
+                + F.shiftleft(F.col("partition").cast("long"), PARTITION_SHIFT)
+                + F.col("offset")
+            ).alias("place"),
+            "reader",
+            "id",
+            "time",
+        )
+        .withColumn("pk", _topic_partition())
+        # The window below needs each topic-partition whole and in offset order, so the reads
+        # are shuffled and sorted that way once; grouping by offset then streams over the
+        # sorted rows (a sort aggregate: first() is order-sensitive, so the sort is kept).
+        .repartition("pk")
+        .sortWithinPartitions("place", "pk")
     )
     by_reader = []
     for index in range(len(names)):
@@ -61,27 +74,34 @@ def offset_findings(history: History, census: Census) -> DataFrame:
         by_reader += [
             F.count(F.when(mine, 1)).alias(f"n{index}"),
             F.min(F.when(mine, F.col("time"))).alias(f"t{index}"),
-            F.max(F.when(mine, F.col("id"))).alias(f"id{index}"),
+            F.first(F.when(mine, F.col("id")), ignorenulls=True).alias(f"id{index}"),
         ]
-    per_offset = reads.groupBy("t", "partition", "offset").agg(
+    per_offset = reads.groupBy("place", "pk").agg(
         F.min("id").alias("id_min"), F.max("id").alias("id_max"), *by_reader
     )
-    in_order = Window.partitionBy("t", "partition").orderBy("offset")
-    before = in_order.rowsBetween(Window.unboundedPreceding, -1)
-    whole = in_order.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
+    before = Window.partitionBy("pk").orderBy("place").rowsBetween(Window.unboundedPreceding, -1)
     context = []
-    for index in range(len(names)):
-        read_here = F.when(F.col(f"n{index}") > 0, F.col("offset"))
+    for index, name in enumerate(names):
+        read_here = F.when(F.col(f"n{index}") > 0, F.col("place"))
         context += [
             F.last(F.col(f"t{index}"), ignorenulls=True).over(before).alias(f"prev_t{index}"),
-            F.last(read_here, ignorenulls=True).over(before).alias(f"prev_o{index}"),
-            F.min(read_here).over(whole).alias(f"lo{index}"),
-            F.max(read_here).over(whole).alias(f"hi{index}"),
+            F.last(read_here, ignorenulls=True).over(before).alias(f"prev_place{index}"),
+            _bound(census, history, name, "first").alias(f"lo{index}"),
+            _bound(census, history, name, "last").alias(f"hi{index}"),
         ]
-    ordered = per_offset.select("*", *context)
+    ordered = per_offset.select(
+        "*",
+        F.shiftright("place", TOPIC_SHIFT).alias("t"),
+        F.col("pk")
+        .bitwiseAND((1 << (TOPIC_SHIFT - PARTITION_SHIFT)) - 1)
+        .cast("int")
+        .alias("partition"),
+        _offset_of("place").alias("offset"),
+        *context,
+    )
     topic = F.when(F.col("t") == 0, history.input_topic).otherwise(history.output_topic)
     where = {"topic": topic, "partition": F.col("partition"), "offset": F.col("offset")}
-    rank = F.col("partition") * 1e13 + F.col("offset")
+    rank = F.col("partition") * 1e12 + F.col("offset")  # examples in place order
     candidates = [
         finding(
             F.col("id_min") != F.col("id_max"),
@@ -104,7 +124,7 @@ def offset_findings(history: History, census: Census) -> DataFrame:
                 reader=who,
                 topic=topic,
                 partition=F.col("partition"),
-                offset=F.col(f"prev_o{index}"),
+                offset=_offset_of(f"prev_place{index}"),
                 after=F.col("offset"),
             ),
         ]
@@ -124,6 +144,32 @@ def offset_findings(history: History, census: Census) -> DataFrame:
                 )
             )
     return explode_findings(ordered, *candidates)
+
+
+def _topic_partition() -> Column:
+    return F.shiftright("place", PARTITION_SHIFT)
+
+
+def _offset_of(place: str) -> Column:
+    return F.col(place).bitwiseAND((1 << PARTITION_SHIFT) - 1)
+
+
+def _bound(census: Census, history: History, reader: str, which: str) -> Column:
+    """The first or last offset `reader` read in this row's topic-partition (census figures),
+    as a literal map lookup: a reader stepping over a committed record is only judged within
+    the range it read."""
+    offsets = census.first_offsets if which == "first" else census.last_offsets
+    pairs = []
+    for (name, topic, partition), offset in offsets.items():
+        codes = {history.input_topic: 0, history.output_topic: 1}
+        if name == reader and topic in codes:
+            pairs += [
+                F.lit((codes[topic] << (TOPIC_SHIFT - PARTITION_SHIFT)) + partition),
+                F.lit(offset),
+            ]
+    if not pairs:
+        return F.lit(None).cast("long")
+    return F.element_at(F.create_map(*pairs), F.col("pk"))
 
 
 def transaction_read_findings(txn_reads: DataFrame, drained: list[str]) -> DataFrame:
@@ -148,11 +194,11 @@ def transaction_read_findings(txn_reads: DataFrame, drained: list[str]) -> DataF
         finding(
             ~aborted & (F.col("before_commit") > 0),
             "isolation.uncommitted-read",
-            _read_rank("first_early_read"),
+            _read_rank("early_read"),
             reader,
             F.col("before_commit"),
             reader=reader,
-            **_read_example("first_early_read"),
+            **_read_example("early_read"),
             **txn,
             commit_invoked=F.col("commit_invoked"),
             reads=F.col("before_commit"),
