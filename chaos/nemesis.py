@@ -1,77 +1,111 @@
 """The nemesis: applies a schedule of faults to a cluster and a workload, and heals them.
 
-Every fault is recorded in the history (writer `nemesis`): `invoke` when it starts, `ok` once
-healed (a killed broker: once it runs and answers again), `fail` with the error if it could not
-be applied. Before the next *broker* fault the nemesis waits until no partition is
-under-replicated, so a broker fault never lands on a cluster still recovering from the last;
-instance faults need not wait for that.
+Every fault is recorded in the history (writer `nemesis`): `invoke` when it starts (params
+include the broker a dynamic target resolved to), `ok` once healed (a restarted broker: once it
+runs and answers again), `fail` with the error if it could not be applied or healed.
+
+Faults may overlap (an explicit schedule can put latency on one broker while another is
+killed): starts and heals form one timeline, applied in time order by one thread, so two
+actions never race on the same proxy or process. Each fault holds for its full duration from
+the moment it really started. Before a fault that takes a broker out, the nemesis waits until
+no partition is under-replicated after an earlier broker came back (unless told not to), so a
+broker fault never lands on a cluster still recovering from the last.
 `heal_all()` is safe to call at any time, from the run's `finally`, and heals what is active.
 """
 
 from __future__ import annotations
 
+import heapq
 import json
+import random
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
-from chaos.schedule import BROKER_FAULTS, FaultEvent
+from chaos.catalogue import CATALOGUE, fixed_number, leader_of
+from chaos.schedule import FaultEvent
 from clusters.admin import wait_answers_for_itself
 from clusters.process_backend import ProcessCluster
 from eoschaos.history import HistoryWriter
 
 HEAL_TIMEOUT_S = 120.0
 ZOMBIE_TRIGGER_WAIT_S = 5.0
+TOPIC_ALIASES = ("input", "output")
 
 
-class Instances(Protocol):
-    """What the nemesis needs from a workload to hurt its instances."""
+class Workload(Protocol):
+    """What the nemesis needs from a workload to hurt its instances and aim at its topics."""
+
+    input_topic: str
+    output_topic: str
+    group: str
+    instance_count: int
 
     def kill_instance(self, instance: int) -> None: ...
     def pause_instance(self, instance: int) -> None: ...
     def resume_instance(self, instance: int) -> None: ...
-
-
-def _target_number(target: str) -> int:
-    return int(target.split(":", 1)[1])
+    def start_twin(self, instance: int) -> str: ...
+    def stop_twin(self, twin: str) -> None: ...
+    def transactional_id(self, instance: int) -> str | None: ...
 
 
 class Nemesis:
     def __init__(
         self,
         cluster: ProcessCluster,
-        instances: Instances,
+        workload: Workload,
         run_dir: Path,
         progress: Callable[[str], None],
+        *,
+        wait_for_recovery: bool = True,
+        seed: int = 0,
     ) -> None:
         self.cluster = cluster
-        self.instances = instances
+        self.workload = workload
         self.progress = progress
+        self.wait_for_recovery = wait_for_recovery
         self.history = HistoryWriter(run_dir, "nemesis")
-        self._active: list[tuple[FaultEvent, Callable[[], None]]] = []
+        self._rng = random.Random(seed)  # only for targets a schedule left random
+        self._active: dict[int, tuple[FaultEvent, Callable[[], None]]] = {}
+        self._started = 0
         self._lock = threading.Lock()
         self._closing = threading.Event()
         self._recovering = False  # a broker came back; its replicas may still be catching up
 
     def run(self, schedule: list[FaultEvent], t0: float, stop: threading.Event) -> None:
-        """Apply each fault at its time (monotonic `t0` + at); none starts once `stop` is set.
+        """Start each fault at its time (monotonic `t0` + at) and heal it `duration` seconds
+        after it really started; no fault starts once `stop` is set.
 
         A fault that started holds for its full duration even if `stop` comes meanwhile (a
         zombie cut short would not outlast the session timeout); only `close()` cuts it short.
         """
-        for event in schedule:
-            if stop.wait(max(0.0, t0 + event.at - time.monotonic())):
-                return
-            if not self._apply(event):
-                continue
-            self._closing.wait(event.duration)
-            self._heal_latest()
+        # (due, heal before start at the same instant, schedule position or active fault):
+        # one queue of starts and heals
+        timeline: list[tuple[float, int, int]] = [
+            (t0 + event.at, 1, position) for position, event in enumerate(schedule)
+        ]
+        heapq.heapify(timeline)
+        while timeline:
+            due, is_start, number = heapq.heappop(timeline)
+            wait = max(0.0, due - time.monotonic())
+            if is_start:
+                if stop.wait(wait) or self._closing.is_set():
+                    timeline = [entry for entry in timeline if not entry[1]]
+                    heapq.heapify(timeline)
+                    continue
+                event = schedule[number]
+                active = self.start(event)
+                if active is not None:
+                    heapq.heappush(timeline, (time.monotonic() + event.duration, 0, active))
+            else:
+                self._closing.wait(wait)
+                self.heal(active=number)
 
     def heal_all(self) -> None:
         while self._active:
-            self._heal_latest()
+            self.heal(active=max(self._active))
 
     def close(self) -> None:
         """Cut any fault short, heal everything, close the history (safe in `finally`)."""
@@ -90,13 +124,26 @@ class Nemesis:
         )
         self.history.flush()
 
-    def _apply(self, event: FaultEvent) -> bool:
+    def start(self, event: FaultEvent) -> int | None:
+        """Apply `event` now (its `at` is not looked at); returns its number among the active
+        faults, for heal(), or None if it could not be applied (recorded as `fail`)."""
         if self._closing.is_set():
-            return False
-        if event.fault in BROKER_FAULTS and self._recovering:
-            self.progress("waiting for under-replicated partitions to clear before the next fault")
-            self.cluster.wait_healthy(timeout=HEAL_TIMEOUT_S)
-            self._recovering = False
+            return None
+        spec = CATALOGUE[event.fault]
+        if spec.takes_broker_out:
+            self._settle_before_broker_fault()
+        try:
+            params = dict(event.params)
+            if spec.scope == "broker":
+                params["broker"] = self._resolve_broker(event.target)
+            elif spec.scope == "instance":
+                params["instance"] = self._resolve_instance(event.target)
+            event = FaultEvent(event.at, event.fault, event.target, event.duration, params)
+        except Exception as exc:  # e.g. a coordinator lookup during a leader election
+            self._record("invoke", event)
+            self._record("fail", event, error=f"target not found: {type(exc).__name__}: {exc}")
+            self.progress(f"fault {event.fault} {event.target}: target not found: {exc}")
+            return None
         self.progress(f"fault: {event.fault} {event.target} for {event.duration:g}s")
         self._record("invoke", event)
         try:
@@ -104,16 +151,29 @@ class Nemesis:
         except Exception as exc:  # a fault that cannot be applied is news, not a crash
             self._record("fail", event, error=f"{type(exc).__name__}: {exc}")
             self.progress(f"fault {event.fault} {event.target} could not be applied: {exc}")
-            return False
+            return None
         with self._lock:
-            self._active.append((event, heal))
-        return True
+            self._started += 1
+            self._active[self._started] = (event, heal)
+            return self._started
 
-    def _heal_latest(self) -> None:
+    def _settle_before_broker_fault(self) -> None:
+        if not (self.wait_for_recovery and self._recovering):
+            return
         with self._lock:
-            if not self._active:
+            busy = any(CATALOGUE[e.fault].scope != "instance" for e, _ in self._active.values())
+        if busy:
+            return  # another broker fault holds: "healthy" cannot happen until it heals
+        self.progress("waiting for under-replicated partitions to clear before the next fault")
+        self.cluster.wait_healthy(timeout=HEAL_TIMEOUT_S)
+        self._recovering = False
+
+    def heal(self, *, active: int) -> None:
+        """Heal the active fault numbered `active` (no-op if already healed)."""
+        with self._lock:
+            if active not in self._active:
                 return
-            event, heal = self._active.pop()
+            event, heal = self._active.pop(active)
         try:
             heal()
         except Exception as exc:
@@ -122,43 +182,180 @@ class Nemesis:
         self._record("ok", event)
         self.progress(f"healed: {event.fault} {event.target}")
 
-    def _start(self, event: FaultEvent) -> Callable[[], None]:
-        number = _target_number(event.target)
-        starters: dict[str, Callable[[int, dict[str, Any]], Callable[[], None]]] = {
-            "kill": self._kill_broker,
-            "latency": self._ack_delay,
-            "crash": self._crash_instance,
-            "zombie": self._zombie_instance,
-        }
-        return starters[event.fault](number, event.params)
+    # ----------------------------------------------------------------- targets
 
-    def _kill_broker(self, node_id: int, _params: dict[str, Any]) -> Callable[[], None]:
+    def _resolve_broker(self, target: str) -> int:
+        number = fixed_number(target)
+        if number is not None:
+            return number
+        if target == "broker:random":
+            return self._rng.choice(self.cluster.spec.node_ids)
+        if target == "controller":
+            return self.cluster.active_controller()
+        if target == "group-coordinator":
+            return self.cluster.group_coordinator(self.workload.group)
+        if target == "coordinator":
+            txn_id = self.workload.transactional_id(0)
+            if txn_id is None:
+                raise LookupError("this mode runs no transactions, so there is no coordinator")
+            return self.cluster.transaction_coordinator(txn_id)
+        leader = leader_of(target)
+        if leader is None:
+            raise ValueError(f"not a broker target: {target!r}")
+        topic, partition = leader
+        if topic in TOPIC_ALIASES:
+            topic = self.workload.input_topic if topic == "input" else self.workload.output_topic
+        return self.cluster.partition_leader(topic, partition)
+
+    def _resolve_instance(self, target: str) -> int:
+        number = fixed_number(target)
+        if number is not None:
+            return number
+        return self._rng.randrange(self.workload.instance_count)
+
+    # ----------------------------------------------------------------- faults
+
+    def _start(self, event: FaultEvent) -> Callable[[], None]:
+        starters: dict[str, Callable[[dict[str, Any]], Callable[[], None]]] = {
+            "kill": self._kill,
+            "bounce": self._bounce,
+            "rolling-restart": self._rolling_restart,
+            "pause": self._pause,
+            "partition": self._partition_from_clients,
+            "isolate-peers": self._isolate_from_peers,
+            "split": self._split,
+            "latency": self._ack_delay,
+            "bandwidth": self._bandwidth,
+            "reset": self._reset,
+            "slicer": self._slicer,
+            "crash": self._crash,
+            "zombie": self._zombie,
+            "twin": self._twin,
+        }
+        return starters[event.fault](event.params)
+
+    def _restarted(self, node_id: int) -> None:
+        self.cluster.start_node(node_id)
+        wait_answers_for_itself(self.cluster.client_address(node_id), node_id, HEAL_TIMEOUT_S)
+        self._recovering = True
+
+    def _kill(self, params: dict[str, Any]) -> Callable[[], None]:
+        node_id = params["broker"]
         self.cluster.kill_node(node_id)
+        return lambda: self._restarted(node_id)
+
+    def _bounce(self, params: dict[str, Any]) -> Callable[[], None]:
+        """Controlled shutdown: leadership moves away before the broker exits."""
+        node_id = params["broker"]
+        if not self.cluster.stop_node(node_id, timeout=HEAL_TIMEOUT_S):
+            raise RuntimeError(f"broker {node_id} ignored SIGTERM for {HEAL_TIMEOUT_S:.0f}s")
+        return lambda: self._restarted(node_id)
+
+    def _rolling_restart(self, _params: dict[str, Any]) -> Callable[[], None]:
+        """An operator's rolling restart: each broker stopped cleanly and started again, the
+        next one only once the cluster is healthy. All of it happens when the fault starts."""
+        for node_id in self.cluster.spec.node_ids:
+            self.progress(f"rolling restart: broker {node_id}")
+            self.cluster.stop_node(node_id, timeout=HEAL_TIMEOUT_S)
+            self._restarted(node_id)
+            self.cluster.wait_healthy(timeout=HEAL_TIMEOUT_S)
+        self._recovering = False
+        return lambda: None
+
+    def _pause(self, params: dict[str, Any]) -> Callable[[], None]:
+        node_id = params["broker"]
+        self.cluster.pause_node(node_id)
 
         def heal() -> None:
-            self.cluster.start_node(node_id)
-            wait_answers_for_itself(self.cluster.client_address(node_id), node_id, HEAL_TIMEOUT_S)
+            self.cluster.resume_node(node_id)
             self._recovering = True
 
         return heal
 
-    def _ack_delay(self, node_id: int, params: dict[str, Any]) -> Callable[[], None]:
-        """Latency on broker → client only: requests arrive on time, acknowledgements late."""
-        attributes = {"latency": params["latency_ms"], "jitter": params.get("jitter_ms", 0)}
-        name = self.cluster.add_toxic(node_id, "client", "latency", attributes=attributes)
+    def _cut(self, node_id: int, links: tuple[str, ...], mode: str) -> Callable[[], None]:
+        """Cut the broker's `links`. silent: a timeout toxic with timeout 0 in both directions
+        (connections stay open, every byte is dropped); fail-fast: the proxy is disabled (its
+        listener closes and its connections are dropped at once).
+
+        Healing a silent cut also drops the connections it held: the bytes it swallowed are
+        gone for good (unlike packets TCP would resend after a real partition), so those
+        streams are broken and would otherwise hang until a request timeout (30 s)."""
+        toxics: list[tuple[str, str]] = []
+        for link in links:
+            if mode == "fail-fast":
+                self.cluster.set_link_enabled(node_id, link, False)
+                continue
+            for stream in ("upstream", "downstream"):
+                name = self.cluster.add_toxic(
+                    node_id, link, "timeout", stream=stream, attributes={"timeout": 0}
+                )
+                toxics.append((link, name))
+
+        def heal() -> None:
+            for link, name in toxics:
+                self.cluster.remove_toxic(node_id, link, name)
+            for link in links:
+                if toxics:
+                    self.cluster.set_link_enabled(node_id, link, False)
+                self.cluster.set_link_enabled(node_id, link, True)
+            self._recovering = True
+
+        return heal
+
+    def _partition_from_clients(self, params: dict[str, Any]) -> Callable[[], None]:
+        return self._cut(params["broker"], ("client",), params.get("mode", "silent"))
+
+    def _isolate_from_peers(self, params: dict[str, Any]) -> Callable[[], None]:
+        return self._cut(params["broker"], ("internal", "controller"), params.get("mode", "silent"))
+
+    def _split(self, params: dict[str, Any]) -> Callable[[], None]:
+        """The target is the minority side: as if its host left the network, away from the
+        majority and from the clients (which run on the majority's side)."""
+        links = ("client", "internal", "controller")
+        return self._cut(params["broker"], links, params.get("mode", "silent"))
+
+    def _toxic(self, node_id: int, toxic: str, attributes: dict[str, Any]) -> Callable[[], None]:
+        """A toxic on broker → client only: requests arrive intact, answers are hurt."""
+        name = self.cluster.add_toxic(node_id, "client", toxic, attributes=attributes)
         return lambda: self.cluster.remove_toxic(node_id, "client", name)
 
-    def _crash_instance(self, instance: int, _params: dict[str, Any]) -> Callable[[], None]:
-        self.instances.kill_instance(instance)
+    def _ack_delay(self, params: dict[str, Any]) -> Callable[[], None]:
+        attributes = {"latency": params["latency_ms"], "jitter": params.get("jitter_ms", 0)}
+        return self._toxic(params["broker"], "latency", attributes)
+
+    def _bandwidth(self, params: dict[str, Any]) -> Callable[[], None]:
+        return self._toxic(params["broker"], "bandwidth", {"rate": params["rate"]})
+
+    def _reset(self, params: dict[str, Any]) -> Callable[[], None]:
+        return self._toxic(params["broker"], "reset_peer", {"timeout": params["timeout_ms"]})
+
+    def _slicer(self, params: dict[str, Any]) -> Callable[[], None]:
+        attributes = {
+            "average_size": params["average_size"],
+            "size_variation": params["size_variation"],
+            "delay": params["delay_us"],  # Toxiproxy's name; microseconds
+        }
+        return self._toxic(params["broker"], "slicer", attributes)
+
+    def _crash(self, params: dict[str, Any]) -> Callable[[], None]:
+        self.workload.kill_instance(params["instance"])
         return lambda: None  # the workload's supervisor starts the replacement
 
-    def _zombie_instance(self, instance: int, params: dict[str, Any]) -> Callable[[], None]:
+    def _zombie(self, params: dict[str, Any]) -> Callable[[], None]:
         """Freeze the instance in the middle of a transaction — records consumed, output
         produced, nothing committed yet — the moment that makes a zombie dangerous. A pause
         that lands between batches only costs the instance its partitions."""
+        instance = params["instance"]
         params["mid_transaction"] = self._await_transaction(instance, ZOMBIE_TRIGGER_WAIT_S)
-        self.instances.pause_instance(instance)
-        return lambda: self.instances.resume_instance(instance)
+        self.workload.pause_instance(instance)
+        return lambda: self.workload.resume_instance(instance)
+
+    def _twin(self, params: dict[str, Any]) -> Callable[[], None]:
+        """A second process with the instance's transactional.id: its init_transactions must
+        fence the live one, whatever the live one still tries to commit."""
+        twin = self.workload.start_twin(params["instance"])
+        params["twin"] = twin
+        return lambda: self.workload.stop_twin(twin)
 
     def _await_transaction(self, instance: int, timeout: float) -> bool:
         """Follow the instance's live history until it produces a batch (True), or timeout."""

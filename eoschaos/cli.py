@@ -68,7 +68,30 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--faults",
         default="",
-        help="comma-separated faults: kill, crash, zombie, latency (default: none)",
+        help="comma-separated faults for a random schedule from --seed (docs/schedules.md): "
+        "kill, bounce, rolling-restart, pause, partition, isolate-peers, split, latency, "
+        "bandwidth, reset, slicer, crash, zombie, twin (default: none)",
+    )
+    run.add_argument(
+        "--schedule",
+        type=Path,
+        default=None,
+        help="explicit fault schedule, a JSON list of {at, fault, target, duration, params}",
+    )
+    run.add_argument(
+        "--intensity",
+        default="normal",
+        help="pause between random faults: low, normal (default) or high",
+    )
+    run.add_argument(
+        "--no-recovery-wait",
+        action="store_true",
+        help="start the next broker fault without waiting for under-replication to clear",
+    )
+    run.add_argument(
+        "--non-idempotent-seeder",
+        action="store_true",
+        help="seed the input with a non-idempotent, retrying producer (known-bad input)",
     )
     run.add_argument("--duration", type=float, default=30.0, help="workload seconds (default 30)")
     run.add_argument("--seed", type=int, default=0, help="seed of the schedule and the workload")
@@ -226,16 +249,29 @@ def _finish(verdict: dict, run_dir: Path) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from chaos.schedule import parse_faults
+    from chaos.schedule import INTENSITIES, load_schedule, parse_faults
     from clusters import kafka_dist
     from eoschaos.run import RunConfig, judge_run, record_run
 
     version = args.kafka_version or kafka_dist.DEFAULT_KAFKA_VERSION
     kafka_dist.parse_version(version)  # a bad version is bad input before anything starts
+    if args.schedule is not None and args.faults:
+        raise EoschaosError("give either --faults (a random schedule) or --schedule FILE, not both")
+    if args.intensity not in INTENSITIES:
+        raise EoschaosError(
+            f"unknown --intensity {args.intensity!r}; choose from {', '.join(INTENSITIES)}"
+        )
+    explicit = load_schedule(args.schedule) if args.schedule is not None else None
     config = RunConfig(
         workload=args.workload,
         mode=args.mode,
-        faults=parse_faults(args.faults),
+        faults=parse_faults(args.faults)
+        if explicit is None
+        else list(dict.fromkeys(event.fault for event in explicit)),
+        schedule_events=[event.to_json() for event in explicit] if explicit is not None else None,
+        intensity=args.intensity,
+        recovery_wait=not args.no_recovery_wait,
+        non_idempotent_seeder=args.non_idempotent_seeder,
         duration=args.duration,
         seed=args.seed,
         records=args.records,

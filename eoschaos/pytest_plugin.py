@@ -64,15 +64,24 @@ def eoschaos_run(
 ) -> Callable[..., dict[str, Any]]:
     """Run a workload under faults on the session cluster and return its verdict.
 
-    Keyword arguments are those of `eoschaos run` (`faults` as a comma-separated string).
+    Keyword arguments are those of `eoschaos run` (`faults` as a comma-separated string,
+    or `schedule` as a list of chaos.schedule.FaultEvent for an explicit schedule).
     The verdict dict gains `run_dir` and `report` (the HTML report's path).
     """
     from chaos.schedule import parse_faults
     from eoschaos.run import REPORT_FILE, RunConfig, judge_run, record_on_cluster
 
-    def run(faults: str = "", spark_master: str | None = None, **options: Any) -> dict[str, Any]:
+    def run(
+        faults: str = "",
+        spark_master: str | None = None,
+        schedule: list[Any] | None = None,
+        **options: Any,
+    ) -> dict[str, Any]:
         number = next(_run_numbers)
         config = RunConfig(faults=parse_faults(faults), **options)
+        if schedule is not None:
+            config.schedule_events = [event.to_json() for event in schedule]
+            config.faults = list(dict.fromkeys(event.fault for event in schedule))
         suffix = f"{number}-{config.mode}-s{config.seed}"
         config.input_topic = f"input-{suffix}"
         config.output_topic = f"output-{suffix}"

@@ -18,7 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from chaos.nemesis import Nemesis
-from chaos.schedule import FaultEvent, random_schedule
+from chaos.schedule import (
+    FaultEvent,
+    random_schedule,
+    resolve_random,
+    validate_schedule,
+    write_schedule,
+)
 from clusters import kafka_dist, toxiproxy
 from clusters.broker_config import ClusterSpec
 from clusters.process_backend import ProcessCluster, progress_to_stderr
@@ -32,6 +38,7 @@ CATCH_UP_TIMEOUT_S = 90.0
 SCHEDULE_OVERRUN_S = 120.0
 GROUP_JOIN_TIMEOUT_S = 60.0
 VERDICT_FILE = "verdict.json"
+SCHEDULE_FILE = "schedule.json"  # the run's resolved schedule, replayable with --schedule
 REPORT_FILE = "report.html"
 
 
@@ -42,6 +49,10 @@ class RunConfig:
     workload: str = "kip447"
     mode: str = "eos"
     faults: list[str] = field(default_factory=list)
+    schedule_events: list[dict[str, Any]] | None = None  # an explicit schedule (--schedule)
+    intensity: str = "normal"
+    recovery_wait: bool = True  # before a broker fault, wait for URPs of the last to clear
+    non_idempotent_seeder: bool = False
     duration: float = 30.0
     seed: int = 0
     records: int = 20000
@@ -71,7 +82,14 @@ class RunConfig:
             )
         if self.duration <= 0:
             raise EoschaosError(f"--duration must be > 0 seconds, got {self.duration:g}")
-        if self.faults and not self.schedule():
+        if self.schedule_events is not None:
+            validate_schedule(
+                self.schedule(),
+                brokers=ClusterSpec(brokers=self.brokers).node_ids,
+                instances=self.instances,
+                duration=self.duration,
+            )
+        elif self.faults and not self.schedule():
             raise EoschaosError(
                 f"--duration {self.duration:g}s leaves no room for the faults "
                 f"{','.join(self.faults)}; use --duration 20 or more"
@@ -80,18 +98,38 @@ class RunConfig:
     def command_line(self) -> list[str]:
         """The `eoschaos run` command that repeats this run (same seed, same schedule)."""
         line = ["eoschaos", "run", "--workload", self.workload, "--mode", self.mode]
-        if self.faults:
+        if self.schedule_events is not None:
+            line += ["--schedule", SCHEDULE_FILE]
+        elif self.faults:
             line += ["--faults", ",".join(self.faults)]
+            if self.intensity != "normal":
+                line += ["--intensity", self.intensity]
         line += ["--duration", f"{self.duration:g}", "--seed", str(self.seed)]
         line += ["--records", str(self.records), "--instances", str(self.instances)]
         line += ["--partitions", str(self.partitions), "--kafka-version", self.kafka_version]
+        if not self.recovery_wait:
+            line += ["--no-recovery-wait"]
+        if self.non_idempotent_seeder:
+            line += ["--non-idempotent-seeder"]
         if self.backend != "process":
             line += ["--backend", self.backend] + (["--image", self.image] if self.image else [])
         return line
 
     def schedule(self) -> list[FaultEvent]:
+        """The explicit schedule (random targets resolved from the seed), else a random one."""
         brokers = ClusterSpec(brokers=self.brokers).node_ids
-        return random_schedule(self.faults, self.duration, self.seed, brokers, self.instances)
+        if self.schedule_events is not None:
+            events = [FaultEvent(**entry) for entry in self.schedule_events]
+            return resolve_random(events, self.seed, brokers, self.instances)
+        return random_schedule(
+            self.faults,
+            self.duration,
+            self.seed,
+            brokers,
+            self.instances,
+            intensity=self.intensity,
+            partitions=self.partitions,
+        )
 
     def workload_config(self) -> Kip447Config:
         return Kip447Config(
@@ -104,6 +142,7 @@ class RunConfig:
             input_topic=self.input_topic,
             output_topic=self.output_topic,
             group=self.group,
+            non_idempotent_seeder=self.non_idempotent_seeder,
         )
 
 
@@ -143,6 +182,7 @@ def record_run(
         "started": time.time(),
     }
     write_manifest(run_dir, manifest)
+    write_schedule(run_dir / SCHEDULE_FILE, schedule)
     # A crash inside a native client library (librdkafka) would otherwise leave no trace of
     # where the harness was; the history itself is safe either way.
     crash_log = (run_dir / "harness-crash.log").open("w")
@@ -191,7 +231,14 @@ def _drive(
     workload = Kip447Workload(
         config.workload_config(), cluster.bootstrap, run_dir, cluster.dist, progress=progress
     )
-    nemesis = Nemesis(cluster, workload, run_dir, progress)
+    nemesis = Nemesis(
+        cluster,
+        workload,
+        run_dir,
+        progress,
+        wait_for_recovery=config.recovery_wait,
+        seed=config.seed,
+    )
     stop = threading.Event()
     failures: list[BaseException] = []
 
@@ -238,7 +285,9 @@ def _make_whole(cluster: ProcessCluster, progress: Callable[[str], None]) -> Non
     """All faults healed: every proxy clean, every broker running, no under-replication."""
     cluster.heal_network()
     for node_id in cluster.spec.node_ids:
-        if not cluster.node_alive(node_id):
+        if cluster.node_alive(node_id):
+            cluster.resume_node(node_id)  # harmless unless a pause was left behind
+        else:
             progress(f"broker {node_id} is down after the faults; restarting it")
             cluster.start_node(node_id)
     cluster.wait_healthy(timeout=120)

@@ -123,6 +123,46 @@ def test_bad_run_arguments_are_refused_before_anything_starts(tmp_path, eoschaos
     assert not out.exists()
 
 
+@pytest.mark.parametrize(
+    ("entries", "phrase"),
+    [
+        (
+            '[{"at": 3, "fault": "kill", "target": "broker:7"}]',
+            "entry 1 (kill broker:7 at 3s): there is no broker 7",
+        ),
+        ('[{"at": 3, "fault": "meteor"}]', "entry 1"),
+        ('[{"at": 3, "fault": "zombie", "target": "controller"}]', "cannot target"),
+        (
+            '[{"at": 3, "fault": "kill", "target": "broker:1"},'
+            ' {"at": 5, "fault": "pause", "target": "broker:2"}]',
+            "entry 2",
+        ),
+        ('[{"at": 3, "fault": "kill",}]', "line 1"),
+    ],
+    ids=["missing-broker", "unknown-fault", "wrong-target", "overlap", "not-json"],
+)
+def test_a_bad_schedule_file_is_refused_naming_the_entry(tmp_path, eoschaos, entries, phrase):
+    schedule = tmp_path / "schedule.json"
+    schedule.write_text(entries)
+    out = tmp_path / "run"
+    result = eoschaos("run", "--out", str(out), "--schedule", str(schedule), "--duration", "30")
+    assert_clear_error(result, phrase)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "phrase"),
+    [
+        (["--faults", "kill", "--schedule", "x.json"], "either --faults"),
+        (["--faults", "kill", "--intensity", "extreme"], "unknown --intensity 'extreme'"),
+    ],
+)
+def test_conflicting_or_unknown_schedule_options_are_refused(tmp_path, eoschaos, args, phrase):
+    out = tmp_path / "run"
+    assert_clear_error(eoschaos("run", "--out", str(out), *args), phrase)
+    assert not out.exists()
+
+
 def test_run_refuses_a_non_empty_run_dir_and_leaves_it_alone(tmp_path, eoschaos):
     out = tmp_path / "old-run"
     out.mkdir()

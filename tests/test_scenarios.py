@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from chaos.schedule import FaultEvent
+
 pytestmark = pytest.mark.cluster
 
 # Properties no mode of kip447 may break: even a pipeline without transactions neither loses nor
@@ -62,6 +64,27 @@ SCENARIOS = [
         {"mode": "no-fencing", "faults": "zombie", "duration": 25, "records": 10000},
         must_fail_one_of=("fencing.zombie-write", "delivery.duplicate"),
         must_pass=TRANSACTIONAL,
+    ),
+    Scenario(
+        "eos-catalogue",
+        {"mode": "eos", "faults": "bounce,partition,latency,twin", "duration": 45},
+        must_pass=EVERY_CHECK,
+    ),
+    Scenario(
+        # A producer without idempotence retries a write whose ack came later than its request
+        # timeout: the broker appended it twice, the input itself has duplicates.
+        "non-idempotent-seeder",
+        {
+            "mode": "eos",
+            "non_idempotent_seeder": True,
+            "schedule": [
+                FaultEvent(3.0, "latency", "leader:input/0", 8.0, {"latency_ms": 1500}),
+            ],
+            "duration": 20,
+            "records": 6000,
+        },
+        must_fail=("delivery.duplicate-input",),
+        must_pass=("delivery.lost", "delivery.phantom", "isolation.aborted-read"),
     ),
     Scenario(
         "read-uncommitted",
@@ -128,6 +151,8 @@ def test_overall_verdict_and_artifacts(verdict_of, scenario):
     assert verdict["verdict"] == ("PASS" if correct else "FAIL"), verdict["report"]
     assert verdict["complete"]
     assert verdict["seed"] == 1
-    faults = BY_NAME[scenario].options.get("faults", "")
+    options = BY_NAME[scenario].options
+    planned = {event.fault for event in options.get("schedule", [])}
+    planned |= set(filter(None, options.get("faults", "").split(",")))
     applied = {fault["f"] for fault in verdict["timeline"]["faults"] if fault["end"] is not None}
-    assert applied == set(filter(None, faults.split(","))), "every fault started and healed"
+    assert applied == planned, "every fault started and healed"

@@ -2,7 +2,9 @@
 
 Writer `seeder`. An idempotent producer with acks=all (Kafka's example producer) by default;
 with `non_idempotent` a producer that retries without idempotence, which duplicates records
-in the input itself when an ack is delayed past the request timeout.
+in the input itself when an ack is delayed past the request timeout (NON_IDEMPOTENT_REQUEST_
+TIMEOUT_MS, short as in a producer tuned for latency, so a `latency` fault of a second or more
+exceeds it).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from eoschaos.history import HistoryWriter
 
 WRITER = "seeder"
 STOP_FLUSH_TIMEOUT_S = 15.0
+NON_IDEMPOTENT_REQUEST_TIMEOUT_MS = 1000
 
 
 def seeder_producer_config(bootstrap: str, non_idempotent: bool) -> dict[str, object]:
@@ -28,7 +31,13 @@ def seeder_producer_config(bootstrap: str, non_idempotent: bool) -> dict[str, ob
         "log_level": 3,
     }
     if non_idempotent:
-        config.update({"retries": 2147483647, "max.in.flight.requests.per.connection": 5})
+        config.update(
+            {
+                "retries": 2147483647,
+                "max.in.flight.requests.per.connection": 5,
+                "request.timeout.ms": NON_IDEMPOTENT_REQUEST_TIMEOUT_MS,
+            }
+        )
     return config
 
 

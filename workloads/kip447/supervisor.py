@@ -3,6 +3,10 @@
 Writer `supervisor`: `instance` events for every start (instance, incarnation, txn_id) and
 every exit (error = exit status, negative for a signal, e.g. "-9"). An instance that exits
 before stop() — killed, crashed, fenced — is started again as the next incarnation.
+
+A *twin* (the nemesis' `twin` fault) is an extra, unsupervised process running an instance's
+current transactional.id as incarnation TWIN_INCARNATION + n, so its transactions have their
+own identity in the history; it is not replaced when it exits (normally: fenced).
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ from workloads.kip447.processor import writer_name
 
 WRITER = "supervisor"
 WATCH_INTERVAL_S = 0.1
+TWIN_INCARNATION = 1000
+TWIN_STOP_TIMEOUT_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -52,6 +58,7 @@ class Supervisor:
         self._lock = threading.Lock()
         self._running: dict[int, _Running] = {}
         self._txn_ids: list[str] = []
+        self._twins: dict[str, _Running] = {}
         self._stopping = threading.Event()
         self._watcher = threading.Thread(target=self._watch, name=WRITER, daemon=True)
 
@@ -88,6 +95,26 @@ class Supervisor:
     def resume_instance(self, instance: int) -> None:
         self._signal(instance, signal.SIGCONT)
 
+    def start_twin(self, instance: int) -> str:
+        """Start a second process with `instance`'s current transactional.id; returns its name."""
+        with self._lock:
+            running = self._running.get(instance)
+            serial = len(self._twins)
+        if running is None or running.info.txn_id is None:
+            raise LookupError(f"instance {instance} runs no transactional.id to share")
+        return self._spawn(instance, TWIN_INCARNATION + serial, running.info.txn_id, twin=True)
+
+    def stop_twin(self, name: str) -> None:
+        """SIGTERM the twin (if fencing has not ended it already), SIGKILL after a timeout."""
+        with self._lock:
+            twin = self._twins.get(name)
+        if twin is None:
+            return
+        processes.signal_group(twin.managed, signal.SIGTERM)
+        processes.signal_group(twin.managed, signal.SIGCONT)
+        if not processes.wait_dead(twin.managed, TWIN_STOP_TIMEOUT_S, twin.popen):
+            processes.kill(twin.managed, twin.popen)
+
     def stop(self, timeout: float) -> None:
         """SIGTERM every instance (they finish their transaction and leave the group), SIGKILL
         whatever is still running after `timeout` seconds; record every exit."""
@@ -95,7 +122,7 @@ class Supervisor:
         if self._watcher.is_alive():
             self._watcher.join()  # after this, no replacement can start behind our back
         with self._lock:
-            running = list(self._running.values())
+            running = list(self._running.values()) + list(self._twins.values())
         for proc in running:
             processes.signal_group(proc.managed, signal.SIGTERM)
             processes.signal_group(proc.managed, signal.SIGCONT)  # a paused one must hear it
@@ -117,6 +144,9 @@ class Supervisor:
 
     def _start(self, instance: int, incarnation: int) -> None:
         txn_id = transactional_id(self._mode, instance, incarnation)
+        self._spawn(instance, incarnation, txn_id, twin=False)
+
+    def _spawn(self, instance: int, incarnation: int, txn_id: str | None, *, twin: bool) -> str:
         name = writer_name(instance, incarnation)
         cmd = [
             sys.executable,
@@ -132,12 +162,16 @@ class Supervisor:
         )
         info = InstanceInfo(instance, incarnation, txn_id, popen.pid)
         with self._lock:
-            self._running[instance] = _Running(info, popen, managed, name)
-            if txn_id:
+            if twin:
+                self._twins[name] = _Running(info, popen, managed, name)
+            else:
+                self._running[instance] = _Running(info, popen, managed, name)
+            if txn_id and txn_id not in self._txn_ids:
                 self._txn_ids.append(txn_id)
         self._history.record(
             "instance", "ok", "start", instance=instance, incarnation=incarnation, txn_id=txn_id
         )
+        return name
 
     def _watch(self) -> None:
         while not self._stopping.wait(WATCH_INTERVAL_S):
@@ -154,7 +188,7 @@ class Supervisor:
         with self._lock:
             ended = [
                 r
-                for r in self._running.values()
+                for r in [*self._running.values(), *self._twins.values()]
                 if not r.exit_recorded and r.popen.poll() is not None
             ]
         for proc in ended:
@@ -170,5 +204,6 @@ class Supervisor:
                 txn_id=info.txn_id,
                 error=str(proc.popen.returncode),
             )
-            exited.append(info)
+            if info.incarnation < TWIN_INCARNATION:
+                exited.append(info)
         return exited

@@ -139,6 +139,35 @@ class Kip447Workload:
     def resume_instance(self, instance: int) -> None:
         self._running_supervisor().resume_instance(instance)
 
+    @property
+    def input_topic(self) -> str:
+        return self.config.input_topic
+
+    @property
+    def output_topic(self) -> str:
+        return self.config.output_topic
+
+    @property
+    def group(self) -> str:
+        return self.config.group
+
+    @property
+    def instance_count(self) -> int:
+        return self.config.instances
+
+    def transactional_id(self, instance: int) -> str | None:
+        """The transactional.id the instance's current incarnation runs with."""
+        for info in self.instances():
+            if info.instance == instance:
+                return info.txn_id
+        raise LookupError(f"no instance {instance}")
+
+    def start_twin(self, instance: int) -> str:
+        return self._running_supervisor().start_twin(instance)
+
+    def stop_twin(self, twin: str) -> None:
+        self._running_supervisor().stop_twin(twin)
+
     def wait_running(self, timeout: float) -> bool:
         """True once every instance holds partitions of a stable group.
 

@@ -1,0 +1,161 @@
+"""The fault catalogue and the target grammar: every name `--faults` and schedule files accept.
+
+A fault hits either a broker (its process or its network links), every broker in turn, or a
+workload instance. Broker targets may be *dynamic* — the leader of a partition, a coordinator,
+the active controller — and are then resolved by the nemesis at the moment the fault starts,
+because who leads or coordinates changes during a run; `broker:random` and `instance:random`
+are resolved from the seed when the schedule is made, so a schedule replays exactly.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from eoschaos.errors import EoschaosError
+
+Scope = Literal["broker", "cluster", "instance"]
+
+
+@dataclass(frozen=True)
+class FaultSpec:
+    name: str
+    scope: Scope
+    duration: float  # default hold in seconds; 0 = instantaneous or "as long as it takes"
+    summary: str
+    takes_broker_out: bool = False  # a broker stops serving peers or clients while it holds
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+# Broker faults hold 6 s: past the brokers' session timeout and the clients' default request
+# timeouts scaled down in kip447, short enough for several faults in a one-minute run.
+# A zombie must outlast the processors' session timeout (6 s, expired by 7.5 s at the latest)
+# so the group rebalances, and come back before its open transaction and queued records time
+# out (20 s / 15 s in kip447) so it still tries to finish them: the attempt fencing must reject.
+CATALOGUE: dict[str, FaultSpec] = {
+    spec.name: spec
+    for spec in (
+        FaultSpec("kill", "broker", 6.0, "kill -9 the broker, restart it on its data", True),
+        FaultSpec("bounce", "broker", 6.0, "SIGTERM (controlled shutdown), then restart", True),
+        FaultSpec(
+            "rolling-restart", "cluster", 0.0, "clean restart of every broker, one by one", True
+        ),
+        FaultSpec("pause", "broker", 6.0, "SIGSTOP the broker, SIGCONT at heal", True),
+        FaultSpec(
+            "partition",
+            "broker",
+            6.0,
+            "cut the broker off from clients (its peers still reach it)",
+            True,
+            {"mode": "silent"},
+        ),
+        FaultSpec(
+            "isolate-peers",
+            "broker",
+            6.0,
+            "cut the broker's inter-broker and controller listeners (clients still reach it)",
+            True,
+            {"mode": "silent"},
+        ),
+        FaultSpec(
+            "split",
+            "broker",
+            6.0,
+            "minority (the target) away from the majority and from clients",
+            True,
+            {"mode": "silent"},
+        ),
+        FaultSpec(
+            "latency",
+            "broker",
+            6.0,
+            "ack delay: latency on broker → client only",
+            params={"latency_ms": 500, "jitter_ms": 100},
+        ),
+        FaultSpec(
+            "bandwidth", "broker", 6.0, "broker → client limited to rate KB/s", params={"rate": 16}
+        ),
+        FaultSpec(
+            "reset",
+            "broker",
+            4.0,
+            "client connections reset (TCP RST) after timeout ms",
+            params={"timeout_ms": 100},
+        ),
+        FaultSpec(
+            "slicer",
+            "broker",
+            6.0,
+            "broker → client data sliced into small delayed packets",
+            params={"average_size": 64, "size_variation": 32, "delay_us": 200},
+        ),
+        FaultSpec("crash", "instance", 0.0, "kill -9 an instance; its supervisor replaces it"),
+        FaultSpec(
+            "zombie", "instance", 8.5, "SIGSTOP an instance mid-transaction past its session"
+        ),
+        FaultSpec(
+            "twin",
+            "instance",
+            8.0,
+            "start a second instance with a live instance's transactional.id",
+        ),
+    )
+}
+FAULTS = tuple(CATALOGUE)
+PARTITION_MODES = ("silent", "fail-fast")  # timeout toxic (data dropped) vs proxy disabled
+
+DYNAMIC_BROKER_TARGETS = ("coordinator", "group-coordinator", "controller")
+_BROKER = re.compile(r"broker:(\d+|random)")
+_INSTANCE = re.compile(r"instance:(\d+|random)")
+_LEADER = re.compile(r"leader:([^/\s]+)/(\d+)")
+TARGET_HELP = (
+    "broker:<id>, broker:random, leader:<topic>/<partition> (topic may be input or output), "
+    "coordinator, group-coordinator, controller, instance:<n>, instance:random"
+)
+
+
+def default_target(fault: str) -> str:
+    scope = CATALOGUE[fault].scope
+    return {"broker": "broker:random", "cluster": "all", "instance": "instance:random"}[scope]
+
+
+def check_target(fault: str, target: str) -> None:
+    """Bad input if `target` is not in the grammar or does not fit the fault's scope."""
+    scope = CATALOGUE[fault].scope
+    if scope == "cluster":
+        ok = target == "all"
+    elif scope == "instance":
+        ok = _INSTANCE.fullmatch(target) is not None
+    else:
+        ok = (
+            _BROKER.fullmatch(target) is not None
+            or _LEADER.fullmatch(target) is not None
+            or target in DYNAMIC_BROKER_TARGETS
+        )
+    if not ok:
+        expected = {
+            "cluster": "all (it restarts every broker)",
+            "instance": "instance:<n> or instance:random",
+            "broker": TARGET_HELP.split(", instance")[0],
+        }[scope]
+        raise EoschaosError(f"fault {fault!r} cannot target {target!r}; use {expected}")
+
+
+def fixed_number(target: str) -> int | None:
+    """The id in `broker:<id>` / `instance:<n>`; None for random, dynamic and `all` targets."""
+    match = _BROKER.fullmatch(target) or _INSTANCE.fullmatch(target)
+    if match and match.group(1) != "random":
+        return int(match.group(1))
+    return None
+
+
+def leader_of(target: str) -> tuple[str, int] | None:
+    """(topic, partition) of a `leader:<topic>/<partition>` target, else None."""
+    match = _LEADER.fullmatch(target)
+    return (match.group(1), int(match.group(2))) if match else None
+
+
+def is_dynamic(target: str) -> bool:
+    """Resolved by the nemesis when the fault starts, not when the schedule is made."""
+    return target in DYNAMIC_BROKER_TARGETS or _LEADER.fullmatch(target) is not None

@@ -1,0 +1,299 @@
+"""Each broker fault of the nemesis observably takes effect on a real cluster, and heals.
+
+Faults are started and healed through the Nemesis itself (as in a run), aimed at topics and a
+transactional.id these tests create. Instance faults (crash, zombie, twin) need a workload and
+are covered by the scenarios in test_scenarios.py.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import struct
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+from test_cluster import _produce_acks_all, _topic_led_by
+
+from chaos.catalogue import CATALOGUE
+from chaos.nemesis import Nemesis
+from chaos.schedule import FaultEvent
+from clusters.process_backend import ProcessCluster
+
+pytestmark = pytest.mark.cluster
+
+
+@dataclass
+class Aim:
+    """What a broker fault can be aimed at: the topics, group and transactional.id."""
+
+    input_topic: str
+    output_topic: str = "unused-output"
+    group: str = "nemesis-test-group"
+    instance_count: int = 0
+    txn_id: str = "nemesis-test-txn"
+
+    def transactional_id(self, _instance: int) -> str:
+        return self.txn_id
+
+
+@pytest.fixture
+def nemesis(cluster: ProcessCluster, tmp_path: Path):
+    def make(aim: Aim) -> Nemesis:
+        made = Nemesis(cluster, aim, tmp_path, progress=print)  # type: ignore[arg-type]
+        created.append(made)
+        return made
+
+    created: list[Nemesis] = []
+    yield make
+    for made in created:
+        made.close()
+
+
+def _event(fault: str, target: str, **params) -> FaultEvent:
+    spec = CATALOGUE[fault]
+    return FaultEvent(0.0, fault, target, spec.duration, {**spec.params, **params})
+
+
+def _fault_history(tmp_path: Path) -> list[dict]:
+    lines = (tmp_path / "history" / "nemesis.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines]
+
+
+def _answers(address: str, timeout: float = 3.0) -> bool:
+    """Does a broker answer an ApiVersions request at `address` within `timeout`?
+
+    Raw bytes on purpose: a librdkafka client torn down while its broker hangs can leave a
+    stray Python exception behind, which then surfaces in an unrelated call."""
+    host, port = address.rsplit(":", 1)
+    request = struct.pack(">hhih", 18, 0, 7, -1)  # ApiVersions v0, correlation id 7, no client
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout) as sock:
+            sock.settimeout(timeout)
+            sock.sendall(struct.pack(">i", len(request)) + request)
+            header = sock.recv(8)
+    except OSError:
+        return False
+    return len(header) == 8 and struct.unpack(">ii", header)[1] == 7
+
+
+def _produce_within(bootstrap: str, topic: str, timeout_s: float) -> bool:
+    """One acks=all record to `topic`, delivered within `timeout_s`?"""
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": "all",
+            "message.timeout.ms": int(timeout_s * 1000),
+            "log_level": 0,
+        }
+    )
+    errors: list[object] = []
+    producer.produce(topic, value=b"x", on_delivery=lambda err, _m: errors.append(err))
+    producer.flush(timeout_s + 5)
+    # `is None`, not `== [None]`: KafkaError.__eq__(None) leaves a stray TypeError behind
+    return len(errors) == 1 and errors[0] is None
+
+
+def _read_seconds(bootstrap: str, topic: str, count: int) -> float:
+    """Time for a fresh consumer to read `count` records of partition 0 from the start."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"reader-{uuid.uuid4().hex[:6]}",
+            "enable.auto.commit": False,
+            "max.partition.fetch.bytes": 65536,
+            "log_level": 0,
+        }
+    )
+    consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+    started, seen = time.monotonic(), 0
+    try:
+        while seen < count and time.monotonic() - started < 60:
+            seen += len(consumer.consume(count - seen, timeout=0.1))
+    finally:
+        consumer.close()
+    assert seen >= count
+    return time.monotonic() - started
+
+
+def _fill(bootstrap: str, topic: str, records: int, size: int) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "log_level": 3})
+    for _ in range(records):
+        producer.produce(topic, value=b"v" * size)
+    assert producer.flush(60) == 0
+
+
+@pytest.mark.parametrize("mode", ["silent", "fail-fast"])
+def test_partition_cuts_clients_off_the_broker_until_healed(cluster, nemesis, mode):
+    topic = _topic_led_by(cluster, 2)
+    hurt = nemesis(Aim(topic))
+    active = hurt.start(_event("partition", "broker:2", mode=mode))
+    assert active is not None
+    assert not _answers(cluster.client_address(2), timeout=3)
+    assert not _produce_within(cluster.bootstrap, topic, 3)
+    assert _answers(cluster.client_address(1))  # the others still answer
+    hurt.heal(active=active)
+    assert _answers(cluster.client_address(2), timeout=10)
+    assert _produce_within(cluster.bootstrap, topic, 60)
+
+
+def test_isolate_peers_keeps_clients_but_stalls_acks_all_on_the_partitions_it_leads(
+    cluster, nemesis
+):
+    topic = _topic_led_by(cluster, 2)
+    hurt = nemesis(Aim(topic))
+    active = hurt.start(_event("isolate-peers", "broker:2"))
+    assert active is not None
+    assert _answers(cluster.client_address(2))  # clients still reach it ...
+    assert not _produce_within(cluster.bootstrap, topic, 3)  # ... but followers cannot fetch
+    hurt.heal(active=active)
+    assert _produce_within(cluster.bootstrap, topic, 60)
+
+
+def test_split_cuts_the_minority_broker_off_from_clients_and_peers(cluster, nemesis):
+    topic = _topic_led_by(cluster, 3)
+    hurt = nemesis(Aim(topic))
+    active = hurt.start(_event("split", "broker:3"))
+    assert active is not None
+    assert not _answers(cluster.client_address(3), timeout=3)
+    assert _answers(cluster.client_address(1)) and _answers(cluster.client_address(2))
+    links = ("client", "internal", "controller")
+    assert all(cluster.toxiproxy.toxics(cluster.proxy_name(3, link)) for link in links)
+    hurt.heal(active=active)
+    assert _answers(cluster.client_address(3), timeout=10)
+    assert _produce_within(cluster.bootstrap, topic, 60)
+
+
+def test_pause_freezes_the_broker_until_healed(cluster, nemesis):
+    hurt = nemesis(Aim("none"))
+    active = hurt.start(_event("pause", "broker:1"))
+    assert active is not None
+    assert not _answers(cluster.client_address(1), timeout=3)
+    hurt.heal(active=active)
+    assert _answers(cluster.client_address(1), timeout=10)
+
+
+def test_kill_aimed_at_the_transaction_coordinator_moves_it(cluster, nemesis, tmp_path):
+    aim = Aim("none", txn_id=f"txn-{uuid.uuid4().hex[:8]}")
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": aim.txn_id})
+    producer.init_transactions(30)
+    coordinator = cluster.transaction_coordinator(aim.txn_id)
+    hurt = nemesis(aim)
+    active = hurt.start(_event("kill", "coordinator"))
+    assert active is not None
+    assert not cluster.node_alive(coordinator)
+    deadline = time.monotonic() + 60
+    moved = coordinator
+    while moved == coordinator and time.monotonic() < deadline:
+        time.sleep(0.5)
+        try:
+            moved = cluster.transaction_coordinator(aim.txn_id)
+        except Exception:  # no coordinator while the partition's leadership moves
+            continue
+    assert moved != coordinator
+    hurt.heal(active=active)
+    assert cluster.node_alive(coordinator)
+    invoke = next(e for e in _fault_history(tmp_path) if e["type"] == "invoke")
+    assert json.loads(invoke["params"])["broker"] == coordinator
+
+
+def test_bounce_stops_the_broker_cleanly_and_starts_it_again(cluster, nemesis):
+    before = cluster.node_pid(2)
+    log = cluster.node_dir(2) / "logs" / "server.log"
+    clean_stops = log.read_text().count("[BrokerServer id=2] shut down completed")
+    hurt = nemesis(Aim("none"))
+    active = hurt.start(_event("bounce", "broker:2"))
+    assert active is not None
+    assert not cluster.node_alive(2)
+    assert log.read_text().count("[BrokerServer id=2] shut down completed") == clean_stops + 1
+    hurt.heal(active=active)
+    assert cluster.node_alive(2) and cluster.node_pid(2) != before
+    assert _answers(cluster.client_address(2))
+
+
+def test_rolling_restart_replaces_every_broker_and_leaves_the_cluster_healthy(cluster, nemesis):
+    before = {node: cluster.node_pid(node) for node in cluster.spec.node_ids}
+    hurt = nemesis(Aim("none"))
+    active = hurt.start(_event("rolling-restart", "all"))
+    assert active is not None
+    after = {node: cluster.node_pid(node) for node in cluster.spec.node_ids}
+    assert all(after[node] not in (None, before[node]) for node in before)
+    hurt.heal(active=active)
+    assert not cluster.wait_healthy(timeout=60).under_replicated
+
+
+def test_latency_on_the_coordinator_link_delays_every_commit(cluster, nemesis):
+    delay_ms = 400
+    aim = Aim(_topic_led_by(cluster, 1), txn_id=f"txn-{uuid.uuid4().hex[:8]}")
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": aim.txn_id})
+    producer.init_transactions(30)
+
+    def commit_seconds() -> float:
+        producer.begin_transaction()
+        producer.produce(aim.input_topic, value=b"x")
+        producer.flush(30)
+        started = time.monotonic()
+        producer.commit_transaction(30)
+        return time.monotonic() - started
+
+    commit_seconds()
+    hurt = nemesis(aim)
+    active = hurt.start(_event("latency", "coordinator", latency_ms=delay_ms, jitter_ms=0))
+    assert active is not None
+    delayed = [commit_seconds() for _ in range(3)]
+    hurt.heal(active=active)
+    assert min(delayed) >= delay_ms / 1000
+
+
+@pytest.mark.parametrize(
+    ("fault", "params", "slower_by_s"),
+    [
+        ("bandwidth", {"rate": 64}, 2.5),  # 256 KB at 64 KB/s: 4 s
+        # 1,024 slices of 256 B, each delayed 2 ms
+        ("slicer", {"average_size": 256, "size_variation": 0, "delay_us": 2000}, 0.5),
+    ],
+)
+def test_throttling_toxics_slow_reads_from_the_broker(cluster, nemesis, fault, params, slower_by_s):
+    topic = _topic_led_by(cluster, 2)
+    _fill(cluster.bootstrap, topic, records=256, size=1024)
+    before = _read_seconds(cluster.bootstrap, topic, 256)
+    hurt = nemesis(Aim(topic))
+    active = hurt.start(_event(fault, "leader:input/0", **params))
+    assert active is not None
+    assert _read_seconds(cluster.bootstrap, topic, 256) >= before + slower_by_s
+    hurt.heal(active=active)
+
+
+def test_reset_breaks_client_connections_to_the_broker_until_healed(cluster, nemesis):
+    topic = _topic_led_by(cluster, 3)
+    hurt = nemesis(Aim(topic))
+    active = hurt.start(_event("reset", "broker:3", timeout_ms=0))
+    assert active is not None
+    assert not _answers(cluster.client_address(3), timeout=3)
+    hurt.heal(active=active)
+    assert _answers(cluster.client_address(3), timeout=10)
+    assert not _produce_acks_all(cluster.bootstrap, topic, 10)
+
+
+def test_every_fault_is_recorded_as_invoke_then_ok_with_the_broker_it_hit(
+    cluster, nemesis, tmp_path
+):
+    topic = _topic_led_by(cluster, 2)
+    hurt = nemesis(Aim(topic))
+    active = hurt.start(_event("latency", "leader:input/0"))
+    hurt.heal(active=active)
+    events = _fault_history(tmp_path)
+    assert [e["type"] for e in events] == ["invoke", "ok"]
+    assert all(e["f"] == "latency" and e["target"] == "leader:input/0" for e in events)
+    assert json.loads(events[0]["params"])["broker"] == 2
+
+
+def test_a_target_that_cannot_be_resolved_is_recorded_as_a_failed_fault(cluster, nemesis, tmp_path):
+    hurt = nemesis(Aim("none"))
+    assert hurt.start(_event("kill", "leader:no-such-topic/0")) is None
+    assert [e["type"] for e in _fault_history(tmp_path)] == ["invoke", "fail"]
+    assert all(cluster.node_alive(node) for node in cluster.spec.node_ids)

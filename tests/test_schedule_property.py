@@ -1,0 +1,50 @@
+"""Nightly (`pytest -m chaos`): for every fault schedule, the correct pipeline passes.
+
+Hypothesis draws whole schedules over the catalogue (chaos.strategies.schedules) and runs the
+kip447 eos pipeline under each on the session cluster. A schedule under which it FAILs is
+shrunk — fewer faults, earlier, default durations and params, simpler targets — and the minimal
+one is printed and written to `--eoschaos-runs`/minimal-schedule.json (or the pytest temp dir),
+replayable with `eoschaos run --workload kip447 --mode eos --schedule FILE`. Each run's own
+schedule is also in its run dir as schedule.json.
+
+Every example is a real run (~1.5 min), so the number of examples is small by default:
+EOSCHAOS_SCHEDULE_EXAMPLES (default 4).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, note, settings
+
+from chaos.catalogue import FAULTS
+from chaos.schedule import write_schedule
+from chaos.strategies import schedules
+
+pytestmark = pytest.mark.chaos
+
+DURATION_S = 40.0
+EXAMPLES = int(os.environ.get("EOSCHAOS_SCHEDULE_EXAMPLES", "4"))
+
+
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(schedule=schedules(faults=FAULTS, duration=DURATION_S, max_events=4))
+def test_eos_pipeline_passes_under_every_schedule(
+    eoschaos_run, schedule, pytestconfig, tmp_path_factory
+):
+    verdict = eoschaos_run(
+        mode="eos", schedule=schedule, duration=DURATION_S, records=12000, seed=1
+    )
+    if verdict["verdict"] != "PASS":
+        base = Path(pytestconfig.getoption("eoschaos_runs") or tmp_path_factory.getbasetemp())
+        replay = write_schedule(base / "minimal-schedule.json", schedule)
+        note(f"failing schedule written to {replay}; report: {verdict['report']}")
+    failed = [name for name, check in verdict["checks"].items() if check["verdict"] == "FAIL"]
+    assert verdict["verdict"] == "PASS", f"failed checks {failed}; report {verdict['report']}"
