@@ -30,7 +30,7 @@ def _anomaly_found(scenario_name: str, verdict: dict) -> bool:
 
 @pytest.mark.parametrize("scenario", list(BY_NAME))
 def test_rate_over_seeds(eoschaos_run, scenario, tmp_path_factory, pytestconfig):
-    correct = BY_NAME[scenario].options["mode"] == "eos"
+    correct = BY_NAME[scenario].correct
     outcomes = []
     for seed in range(1, SEEDS + 1):
         verdict = eoschaos_run(seed=seed, **BY_NAME[scenario].options)

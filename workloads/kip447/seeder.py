@@ -35,7 +35,11 @@ def seeder_producer_config(bootstrap: str, non_idempotent: bool) -> dict[str, ob
             {
                 "retries": 2147483647,
                 "max.in.flight.requests.per.connection": 5,
+                # librdkafka times a ProduceRequest out by socket.timeout.ms (request.timeout.ms
+                # is the broker's ack timeout); a timed-out request is retried, possibly a
+                # second time on the log
                 "request.timeout.ms": NON_IDEMPOTENT_REQUEST_TIMEOUT_MS,
+                "socket.timeout.ms": NON_IDEMPOTENT_REQUEST_TIMEOUT_MS,
             }
         )
     return config
