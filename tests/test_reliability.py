@@ -17,6 +17,7 @@ from test_scenarios import BY_NAME
 pytestmark = pytest.mark.chaos
 
 SEEDS = int(os.environ.get("EOSCHAOS_RELIABILITY_SEEDS", "20"))
+FIRST_SEED = int(os.environ.get("EOSCHAOS_RELIABILITY_FIRST_SEED", "1"))  # to extend a sweep
 REQUIRED_FAIL_RATE = 19 / 20
 
 
@@ -32,7 +33,7 @@ def _anomaly_found(scenario_name: str, verdict: dict) -> bool:
 def test_rate_over_seeds(eoschaos_run, scenario, tmp_path_factory, pytestconfig):
     correct = BY_NAME[scenario].correct
     outcomes = []
-    for seed in range(1, SEEDS + 1):
+    for seed in range(FIRST_SEED, FIRST_SEED + SEEDS):
         verdict = eoschaos_run(seed=seed, **BY_NAME[scenario].options)
         if correct:
             outcomes.append(verdict["verdict"] == "PASS")
@@ -41,7 +42,12 @@ def test_rate_over_seeds(eoschaos_run, scenario, tmp_path_factory, pytestconfig)
     rate = sum(outcomes) / len(outcomes)
     base = Path(pytestconfig.getoption("eoschaos_runs") or tmp_path_factory.getbasetemp())
     with (base / "reliability.jsonl").open("a") as out:
-        out.write(json.dumps({"scenario": scenario, "seeds": SEEDS, "expected_rate": rate}) + "\n")
+        out.write(
+            json.dumps(
+                {"scenario": scenario, "seeds": [FIRST_SEED, FIRST_SEED + SEEDS - 1], "rate": rate}
+            )
+            + "\n"
+        )
     print(f"{scenario}: expected outcome on {sum(outcomes)}/{len(outcomes)} seeds")
     if correct:
         assert all(outcomes), f"{scenario}: the correct pipeline FAILed on some seeds"
