@@ -46,6 +46,7 @@ class Scenario:
     must_fail: tuple[str, ...] = ()  # each of these checks FAILs
     must_fail_one_of: tuple[str, ...] = ()  # at least one of these FAILs
     must_pass: tuple[str, ...] = field(default=ALWAYS)
+    fences: bool = False  # a zombie or twin is fenced: rejected attempts must be in the history
 
     @property
     def correct(self) -> bool:
@@ -58,6 +59,7 @@ SCENARIOS = [
         "eos-kill-zombie",
         {"mode": "eos", "faults": "kill,zombie", "duration": 32, "records": 12000},
         must_pass=EVERY_CHECK,
+        fences=True,
     ),
     Scenario(
         "alos-kill-crash",
@@ -74,6 +76,7 @@ SCENARIOS = [
         "eos-catalogue",
         {"mode": "eos", "faults": "bounce,partition,latency,twin", "duration": 45},
         must_pass=EVERY_CHECK,
+        fences=True,
     ),
     Scenario(
         # A producer without idempotence retries a write whose ack came later than its request
@@ -147,6 +150,12 @@ def test_known_bad_mode_shows_one_of_its_anomalies(verdict_of, scenario):
     verdict = verdict_of(scenario)
     failed = {name for name, check in verdict["checks"].items() if check["verdict"] == "FAIL"}
     assert failed & set(BY_NAME[scenario].must_fail_one_of), verdict["report"]
+
+
+@pytest.mark.parametrize("scenario", [s.name for s in SCENARIOS if s.fences])
+def test_the_fenced_instance_attempts_are_visible_as_rejected(verdict_of, scenario):
+    fencing = verdict_of(scenario)["checks"]["fencing.zombie-write"]
+    assert fencing["counts"]["rejected_attempts"] > 0, fencing
 
 
 @pytest.mark.parametrize("scenario", [s.name for s in SCENARIOS])

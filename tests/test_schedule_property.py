@@ -35,7 +35,7 @@ EXAMPLES = int(os.environ.get("EOSCHAOS_SCHEDULE_EXAMPLES", "4"))
     database=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
-@given(schedule=schedules(faults=FAULTS, duration=DURATION_S, max_events=4))
+@given(schedule=schedules(faults=FAULTS, duration=DURATION_S, max_events=4).filter(bool))
 def test_eos_pipeline_passes_under_every_schedule(
     eoschaos_run, schedule, pytestconfig, tmp_path_factory
 ):
