@@ -30,7 +30,9 @@ def timeline(history: History, census: Census) -> dict[str, Any]:
 
 def _faults(rows: list[dict[str, Any]], start: float) -> list[dict[str, Any]]:
     """Pair each fault's invoke with the next ok (healed) or fail (not applied) of the same
-    fault and target; a fault never healed keeps end null."""
+    fault and target; a fault never healed keeps end null. The closing event's params win:
+    they add what was learned while the fault held (a zombie caught mid-transaction, a twin's
+    name)."""
     faults: list[dict[str, Any]] = []
     pending: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for row in rows:
@@ -48,6 +50,7 @@ def _faults(rows: list[dict[str, Any]], start: float) -> list[dict[str, Any]]:
         elif pending.get(key):
             fault = pending[key].pop(0)
             fault["end"] = row["time"] - start
+            fault["params"] = row["params"] or fault["params"]
             if row["type"] == "fail":
                 fault["error"] = row["error"]
     return faults
