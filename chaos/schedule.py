@@ -28,6 +28,7 @@ from chaos.catalogue import (
     check_target,
     default_target,
     fixed_number,
+    leader_of,
 )
 from eoschaos.errors import EoschaosError
 
@@ -206,10 +207,16 @@ def _describe(number: int, event: FaultEvent) -> str:
 
 
 def validate_schedule(
-    events: list[FaultEvent], *, brokers: list[int], instances: int, duration: float
+    events: list[FaultEvent],
+    *,
+    brokers: list[int],
+    instances: int,
+    duration: float,
+    partitions: int | None = None,
 ) -> None:
-    """Bad input if an entry names a broker or instance that does not exist, ends after the
-    run, or overlaps another entry it cannot be combined with (see `conflict`).
+    """Bad input if an entry names a broker, instance or workload partition (`leader:input/p`,
+    checked when `partitions` is given) that does not exist, ends after the run, or overlaps
+    another entry it cannot be combined with (see `conflict`).
 
     Entries are numbered from 1 in list order. Call it after resolve_random: targets are
     compared as written.
@@ -229,6 +236,12 @@ def validate_schedule(
         if fixed is not None and event.target.startswith("instance:") and fixed >= instances:
             raise EoschaosError(
                 f"{where}: there is no instance {fixed}; the instances are 0 to {instances - 1}"
+            )
+        leader = leader_of(event.target)
+        workload_topic = leader is not None and leader[0] in ("input", "output")
+        if partitions is not None and workload_topic and leader[1] >= partitions:
+            raise EoschaosError(
+                f"{where}: the {leader[0]} topic has partitions 0 to {partitions - 1}"
             )
         end = event.at + expected_hold(event)
         if end > duration:

@@ -88,6 +88,7 @@ class RunConfig:
                 brokers=ClusterSpec(brokers=self.brokers).node_ids,
                 instances=self.instances,
                 duration=self.duration,
+                partitions=self.partitions,
             )
         elif self.faults and not self.schedule():
             raise EoschaosError(

@@ -138,8 +138,12 @@ def test_bad_run_arguments_are_refused_before_anything_starts(tmp_path, eoschaos
             "entry 2",
         ),
         ('[{"at": 3, "fault": "kill",}]', "line 1"),
+        (
+            '[{"at": 3, "fault": "pause", "target": "leader:input/6"}]',
+            "the input topic has partitions 0 to 5",
+        ),
     ],
-    ids=["missing-broker", "unknown-fault", "wrong-target", "overlap", "not-json"],
+    ids=["missing-broker", "unknown-fault", "wrong-target", "overlap", "not-json", "partition"],
 )
 def test_a_bad_schedule_file_is_refused_naming_the_entry(tmp_path, eoschaos, entries, phrase):
     schedule = tmp_path / "schedule.json"
