@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 
 from confluent_kafka import (
     ConsumerGroupState,
     ConsumerGroupTopicPartitions,
     IsolationLevel,
+    KafkaError,
     TopicPartition,
 )
 from confluent_kafka.admin import AdminClient, OffsetSpec
@@ -23,10 +25,21 @@ def admin_for(bootstrap: str) -> AdminClient:
 
 
 def partition_ids(admin: AdminClient, topic: str) -> list[int]:
-    described = admin.list_topics(topic=topic, timeout=ADMIN_TIMEOUT_S).topics[topic]
-    if described.error is not None:
-        raise RuntimeError(f"topic {topic}: {described.error}")
-    return sorted(described.partitions)
+    """The topic's partitions. The broker a client asks may not know a just-created topic
+    yet (each broker's metadata cache follows the controller a little behind), so "unknown
+    topic" is asked again until ADMIN_TIMEOUT_S."""
+    deadline = time.monotonic() + ADMIN_TIMEOUT_S
+    while True:
+        described = admin.list_topics(topic=topic, timeout=ADMIN_TIMEOUT_S).topics[topic]
+        if described.error is None:
+            return sorted(described.partitions)
+        not_yet = described.error.code() in (
+            KafkaError.UNKNOWN_TOPIC_OR_PART,
+            KafkaError.LEADER_NOT_AVAILABLE,
+        )
+        if not not_yet or time.monotonic() > deadline:
+            raise RuntimeError(f"topic {topic}: {described.error}")
+        time.sleep(0.2)
 
 
 def end_offsets(admin: AdminClient, topic: str, *, committed: bool) -> dict[int, int]:
