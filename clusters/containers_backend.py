@@ -408,6 +408,7 @@ class ContainerCluster(ProcessCluster):
             if container is None:
                 self._containers[node_id] = self._create_container(node_id)
             else:
+                self._set_proxies(node_id, enabled=True)  # off since it stopped
                 container.start()
         except APIError as exc:
             if "not found" in str(exc) and "java" in str(exc):
@@ -467,6 +468,7 @@ class ContainerCluster(ProcessCluster):
             container.unpause()
         container.kill()
         container.wait(timeout=30)
+        self._set_proxies(node_id, enabled=False)
 
     def stop_node(self, node_id: int, timeout: float = 30.0) -> bool:
         """SIGTERM (controlled shutdown), SIGKILL after `timeout`. True if it exited on TERM."""
@@ -477,7 +479,19 @@ class ContainerCluster(ProcessCluster):
             container.unpause()
         container.stop(timeout=int(timeout))
         container.reload()
+        self._set_proxies(node_id, enabled=False)
         return container.attrs["State"]["ExitCode"] != _SIGKILL_EXIT
+
+    def _set_proxies(self, node_id: int, *, enabled: bool) -> None:
+        """A stopped container's published ports black-hole new connections (its address is
+        gone: SYNs go unanswered for ~2 min), and Toxiproxy dials upstream in its accept loop,
+        so one such dial would stall the whole proxy. While the node is down its client proxy
+        is disabled instead: clients are refused at once, as with a dead broker process.
+
+        The peer proxies stay: they listen on the network's gateway address, which is gone
+        while no container is attached, so they could not listen again; a peer's dial to the
+        dead node may stall that node's peer proxy until the dial times out."""
+        self.set_link_enabled(node_id, "client", enabled)
 
     def pause_node(self, node_id: int) -> None:
         """Freeze the container (cgroup freezer): sockets stay open, nothing answers."""
