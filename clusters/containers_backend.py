@@ -464,29 +464,30 @@ class ContainerCluster(ProcessCluster):
         container = self._container(node_id)
         if container is None or container.status not in ("running", "paused"):
             return
+        self._set_proxies(node_id, enabled=False)
         if container.status == "paused":
             container.unpause()
         container.kill()
         container.wait(timeout=30)
-        self._set_proxies(node_id, enabled=False)
 
     def stop_node(self, node_id: int, timeout: float = 30.0) -> bool:
         """SIGTERM (controlled shutdown), SIGKILL after `timeout`. True if it exited on TERM."""
         container = self._container(node_id)
         if container is None or container.status not in ("running", "paused"):
             return True
+        self._set_proxies(node_id, enabled=False)
         if container.status == "paused":
             container.unpause()
         container.stop(timeout=int(timeout))
         container.reload()
-        self._set_proxies(node_id, enabled=False)
         return container.attrs["State"]["ExitCode"] != _SIGKILL_EXIT
 
     def _set_proxies(self, node_id: int, *, enabled: bool) -> None:
         """A stopped container's published ports black-hole new connections (its address is
         gone: SYNs go unanswered for ~2 min), and Toxiproxy dials upstream in its accept loop,
-        so one such dial would stall the whole proxy. While the node is down its client proxy
-        is disabled instead: clients are refused at once, as with a dead broker process.
+        so one such dial would stall the whole proxy (and disabling it then would wait for
+        that dial). So the client proxy is disabled just *before* the node goes down and
+        enabled again when it starts: clients are refused at once, as with a dead process.
 
         The peer proxies stay: they listen on the network's gateway address, which is gone
         while no container is attached, so they could not listen again; a peer's dial to the
