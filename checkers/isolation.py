@@ -18,10 +18,9 @@ from pyspark.sql import functions as F
 from checkers.census import FINAL_COMMITTED, Census
 from checkers.findings import explode_findings, finding
 from checkers.history_io import History
-from checkers.transactions import TXN_KEY
+from checkers.transactions import PARTITION_SHIFT, TXN_KEY
 
-TOPIC_SHIFT = 62  # place = topic code << 62 | partition << 40 | offset: one radix-sortable long
-PARTITION_SHIFT = 40
+TOPIC_SHIFT = 62  # place = topic code << 62 | partition << PARTITION_SHIFT | offset
 DESCRIPTIONS = {
     "isolation.aborted-read": "A reader that must see only committed data returned a record of "
     "a transaction that aborted.",
@@ -159,9 +158,9 @@ def _bound(census: Census, history: History, reader: str, which: str) -> Column:
     as a literal map lookup: a reader stepping over a committed record is only judged within
     the range it read."""
     offsets = census.first_offsets if which == "first" else census.last_offsets
+    codes = {history.input_topic: 0, history.output_topic: 1}
     pairs = []
     for (name, topic, partition), offset in offsets.items():
-        codes = {history.input_topic: 0, history.output_topic: 1}
         if name == reader and topic in codes:
             pairs += [
                 F.lit((codes[topic] << (TOPIC_SHIFT - PARTITION_SHIFT)) + partition),

@@ -16,6 +16,7 @@ from checkers.census import FINAL_UNCOMMITTED
 from checkers.history_io import History
 
 TXN_KEY = ["instance", "incarnation", "txn_seq"]
+PARTITION_SHIFT = 40  # a read's place: partition << 40 | offset, one sortable long
 # Errors by which a broker or group coordinator rejects an older owner (fencing at work).
 REJECTION_ERRORS = (
     "ILLEGAL_GENERATION|UNKNOWN_MEMBER_ID|_FENCED|PRODUCER_FENCED|INVALID_PRODUCER_EPOCH"
@@ -107,7 +108,7 @@ def transaction_reads(history: History, txns: DataFrame) -> DataFrame:
     reads = history.kind("read").filter(
         (F.col("topic") == history.output_topic) & (F.col("process") != FINAL_UNCOMMITTED)
     )
-    place = F.shiftleft(F.col("partition").cast("long"), 40) + F.col("offset")
+    place = F.shiftleft(F.col("partition").cast("long"), PARTITION_SHIFT) + F.col("offset")
     early_place = F.when(F.col("time") < F.col("commit_invoked"), place)
     per_source = (
         reads.join(F.broadcast(outcome), TXN_KEY, "left")
@@ -164,8 +165,8 @@ def _read_struct(prefix: str) -> Column:
     return F.when(
         place.isNotNull(),
         F.struct(
-            F.shiftright(place, 40).cast("int").alias("partition"),
-            place.bitwiseAND((1 << 40) - 1).alias("offset"),
+            F.shiftright(place, PARTITION_SHIFT).cast("int").alias("partition"),
+            place.bitwiseAND((1 << PARTITION_SHIFT) - 1).alias("offset"),
             F.col(f"{prefix}_id").alias("id"),
             F.col(f"{prefix}_time").alias("time"),
         ),
