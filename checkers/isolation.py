@@ -15,7 +15,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from checkers.census import FINAL_COMMITTED, Census
+from checkers.census import FINAL_COMMITTED, FINAL_SCANS, Census
 from checkers.findings import explode_findings, finding
 from checkers.history_io import History
 from checkers.transactions import PARTITION_SHIFT, TXN_KEY
@@ -32,11 +32,16 @@ DESCRIPTIONS = {
     "stepped over a committed record inside the range it read.",
     "isolation.inconsistent-offsets": "Two readers saw different records at the same topic, "
     "partition and offset.",
+    "isolation.aborted-offset-read": "A reader that must see only committed data returned a "
+    "record at an offset below the final last stable offset that the final committed scan "
+    "does not return: an aborted record. Judged by offsets alone, so it holds for pipelines "
+    "that write no transaction history.",
 }
 
 
 def offset_findings(history: History, census: Census) -> DataFrame:
-    """Anomaly rows of isolation.inconsistent-offsets and isolation.order."""
+    """Anomaly rows of isolation.inconsistent-offsets, isolation.order and
+    isolation.aborted-offset-read."""
     names = census.readers
     topic_code = F.when(F.col("topic") == history.input_topic, 0).when(
         F.col("topic") == history.output_topic, 1
@@ -88,6 +93,7 @@ def offset_findings(history: History, census: Census) -> DataFrame:
             _bound(census, history, name, "first").alias(f"lo{index}"),
             _bound(census, history, name, "last").alias(f"hi{index}"),
         ]
+    context.append(_final_lso(census, history).alias("lso"))
     ordered = per_offset.select(
         "*",
         F.shiftright("place", TOPIC_SHIFT).alias("t"),
@@ -127,6 +133,19 @@ def offset_findings(history: History, census: Census) -> DataFrame:
                 after=F.col("offset"),
             ),
         ]
+        if final is not None and name not in FINAL_SCANS:
+            # After the run every transaction has ended (the end state waits for it), so below
+            # the LSO whatever the committed scan skipped is an aborted record or a marker
+            candidates.append(
+                finding(
+                    (n > 0) & (F.col(f"n{final}") == 0) & (F.col("offset") < F.col("lso")),
+                    "isolation.aborted-offset-read",
+                    rank,
+                    reader=who,
+                    **where,
+                    id=F.col(f"id{index}"),
+                )
+            )
         if final is not None and index != final:
             candidates.append(
                 finding(
@@ -151,6 +170,19 @@ def _topic_partition() -> Column:
 
 def _offset_of(place: str) -> Column:
     return F.col(place).bitwiseAND((1 << PARTITION_SHIFT) - 1)
+
+
+def _final_lso(census: Census, history: History) -> Column:
+    """The end state's last stable offset of this row's topic-partition (null without one)."""
+    codes = {history.input_topic: 0, history.output_topic: 1}
+    pairs = []
+    for row in census.end_rows_of("log-end"):
+        if row["topic"] in codes and row["lso"] is not None:
+            pk = (codes[row["topic"]] << (TOPIC_SHIFT - PARTITION_SHIFT)) + row["partition"]
+            pairs += [F.lit(pk), F.lit(row["lso"])]
+    if not pairs:
+        return F.lit(None).cast("long")
+    return F.element_at(F.create_map(*pairs), F.col("pk"))
 
 
 def _bound(census: Census, history: History, reader: str, which: str) -> Column:

@@ -30,6 +30,15 @@ DESCRIPTIONS = {
     **liveness.DESCRIPTIONS,
 }
 TRANSACTIONLESS_MODES = ("alos",)
+# Pipelines whose instances write no `txn` history (only our kip447 processors do): black boxes
+# whose transactions are judged by their effects on offsets and ids only.
+BLACK_BOX_WORKLOADS = ("streams", "spark", "copier", "byo")
+NEEDS_TXN_HISTORY = (
+    "isolation.aborted-read",
+    "isolation.uncommitted-read",
+    "isolation.fractured-read",
+    "fencing.zombie-write",
+)
 NEEDS_TRANSACTIONS = (
     "isolation.aborted-read",
     "isolation.uncommitted-read",
@@ -37,7 +46,11 @@ NEEDS_TRANSACTIONS = (
     "fencing.zombie-write",
     "liveness.open-transactions",
 )
-NEEDS_FINAL_SCAN = (*delivery.DESCRIPTIONS, "isolation.fractured-read")
+NEEDS_FINAL_SCAN = (
+    *delivery.DESCRIPTIONS,
+    "isolation.fractured-read",
+    "isolation.aborted-offset-read",
+)
 MANIFEST_KEYS = ("workload", "mode", "seed", "kafka_version", "faults", "backend", "command")
 
 
@@ -95,13 +108,24 @@ def check_run(spark: SparkSession, run_dir: Path, *, max_examples: int = 5) -> d
 def _not_applicable(history: History, census: Census) -> dict[str, str]:
     """Checks that cannot be judged on this history, with why: never a PASS that cannot fail."""
     reasons: dict[str, str] = {}
+    workload = history.manifest.get("workload")
     if history.mode in TRANSACTIONLESS_MODES:
         for name in NEEDS_TRANSACTIONS:
             reasons[name] = f"mode {history.mode} uses no transactions"
+    if workload in BLACK_BOX_WORKLOADS:
+        for name in NEEDS_TXN_HISTORY:
+            reasons.setdefault(
+                name,
+                f"workload {workload} writes no per-transaction history "
+                "(isolation.aborted-offset-read judges its reads by offsets)",
+            )
     if not census.has_final_committed:
         for name in NEEDS_FINAL_SCAN:
             reasons.setdefault(name, "the history has no final-committed scan")
     if not census.end_rows_of("log-end"):
+        reasons.setdefault(
+            "isolation.aborted-offset-read", "the history has no end state (log-end rows)"
+        )
         for name in liveness.DESCRIPTIONS:
             reasons.setdefault(name, "the history has no end state (log-end rows)")
     elif not census.end_rows_of("group-offset"):

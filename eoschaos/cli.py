@@ -59,11 +59,27 @@ def build_parser() -> argparse.ArgumentParser:
     _add_cluster_args(demo)
 
     run = sub.add_parser("run", help="run a workload under faults; write history, verdict, report")
-    run.add_argument("--workload", default="kip447", help="workload to run (default kip447)")
+    run.add_argument(
+        "--workload",
+        default="kip447",
+        help="kip447 (default), streams, spark, copier, or byo (your own, with --command)",
+    )
     run.add_argument(
         "--mode",
         default="eos",
-        help="eos (correct) or a known-bad mode: alos, no-fencing, read-uncommitted",
+        help="eos (correct) or a known-bad mode of the workload: kip447 alos, no-fencing, "
+        "read-uncommitted; streams/spark alos; copier no-fencing",
+    )
+    run.add_argument(
+        "--command",
+        dest="pipeline_command",
+        default=None,
+        help="--workload byo: the shell command that starts one instance (docs/byo.md)",
+    )
+    run.add_argument(
+        "--id-from",
+        default="key",
+        help="where an output record names its source id: key (default), header:NAME, json:PATH",
     )
     run.add_argument(
         "--faults",
@@ -96,7 +112,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--duration", type=float, default=30.0, help="workload seconds (default 30)")
     run.add_argument("--seed", type=int, default=0, help="seed of the schedule and the workload")
     run.add_argument("--records", type=_positive_int, default=20000, help="input records")
-    run.add_argument("--instances", type=_positive_int, default=3, help="processor instances")
+    run.add_argument(
+        "--instances",
+        type=_positive_int,
+        default=None,
+        help="pipeline instances (default: 3 for kip447/byo, 2 streams, 1 spark; copier: one "
+        "per partition)",
+    )
     run.add_argument("--partitions", type=_positive_int, default=6, help="input partitions")
     run.add_argument("--kafka-version", default=None, help="Kafka version (default 4.3.1)")
     run.add_argument("--out", type=Path, default=None, help="run dir to create (new or empty)")
@@ -277,6 +299,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         records=args.records,
         instances=args.instances,
         partitions=args.partitions,
+        command=args.pipeline_command,
+        id_from=args.id_from,
         kafka_version=version,
         backend=args.backend,
         image=args.image,

@@ -30,9 +30,10 @@ from clusters.broker_config import ClusterSpec
 from clusters.process_backend import ProcessCluster, progress_to_stderr
 from eoschaos.errors import EoschaosError
 from eoschaos.history import write_manifest
-from workloads.kip447.workload import MODES, Kip447Config, Kip447Workload
+from workloads import registry
+from workloads.harness.pipeline import PipelineConfig, WorkloadFailed
+from workloads.harness.reader import IdSource
 
-WORKLOADS = {"kip447": MODES}
 BACKENDS = ("process", "containers")
 CATCH_UP_TIMEOUT_S = 90.0
 SCHEDULE_OVERRUN_S = 120.0
@@ -56,7 +57,7 @@ class RunConfig:
     duration: float = 30.0
     seed: int = 0
     records: int = 20000
-    instances: int = 3
+    instances: int | None = None  # None: the workload's default (registry.instance_count)
     partitions: int = 6
     brokers: int = 3
     kafka_version: str = kafka_dist.DEFAULT_KAFKA_VERSION
@@ -64,18 +65,23 @@ class RunConfig:
     image: str | None = None
     input_topic: str = "input-topic"
     output_topic: str = "output-topic"
-    group: str = "eoschaos-kip447"
+    group: str = ""  # default: eoschaos-<workload>
+    command: str | None = None  # --workload byo: the line that starts one instance
+    id_from: str = "key"  # where output records name their source id (docs/byo.md)
+
+    def __post_init__(self) -> None:
+        self.group = self.group or f"eoschaos-{self.workload}"
+
+    def instance_count(self) -> int:
+        return registry.instance_count(self.workload, self.mode, self.partitions, self.instances)
 
     def validate(self) -> None:
-        if self.workload not in WORKLOADS:
-            raise EoschaosError(
-                f"unknown workload {self.workload!r}; choose from {', '.join(WORKLOADS)}"
-            )
-        if self.mode not in WORKLOADS[self.workload]:
-            modes = ", ".join(WORKLOADS[self.workload])
-            raise EoschaosError(
-                f"unknown mode {self.mode!r} for {self.workload}; choose from {modes}"
-            )
+        registry.check_options(self.workload, self.mode, self.workload_options())
+        try:
+            IdSource(self.id_from)
+        except ValueError as exc:
+            raise EoschaosError(str(exc)) from exc
+        self.instances = self.instance_count()
         if self.backend not in BACKENDS:
             raise EoschaosError(
                 f"unknown backend {self.backend!r}; choose from {', '.join(BACKENDS)}"
@@ -86,7 +92,7 @@ class RunConfig:
             validate_schedule(
                 self.schedule(),
                 brokers=ClusterSpec(brokers=self.brokers).node_ids,
-                instances=self.instances,
+                instances=self.instance_count(),
                 duration=self.duration,
                 partitions=self.partitions,
             )
@@ -106,7 +112,11 @@ class RunConfig:
             if self.intensity != "normal":
                 line += ["--intensity", self.intensity]
         line += ["--duration", f"{self.duration:g}", "--seed", str(self.seed)]
-        line += ["--records", str(self.records), "--instances", str(self.instances)]
+        if self.command is not None:
+            line += ["--command", self.command]
+        if self.id_from != "key":
+            line += ["--id-from", self.id_from]
+        line += ["--records", str(self.records), "--instances", str(self.instance_count())]
         line += ["--partitions", str(self.partitions), "--kafka-version", self.kafka_version]
         if not self.recovery_wait:
             line += ["--no-recovery-wait"]
@@ -121,30 +131,35 @@ class RunConfig:
         brokers = ClusterSpec(brokers=self.brokers).node_ids
         if self.schedule_events is not None:
             events = [FaultEvent(**entry) for entry in self.schedule_events]
-            return resolve_random(events, self.seed, brokers, self.instances)
+            return resolve_random(events, self.seed, brokers, self.instance_count())
         return random_schedule(
             self.faults,
             self.duration,
             self.seed,
             brokers,
-            self.instances,
+            self.instance_count(),
             intensity=self.intensity,
             partitions=self.partitions,
         )
 
-    def workload_config(self) -> Kip447Config:
-        return Kip447Config(
+    def workload_config(self) -> PipelineConfig:
+        return PipelineConfig(
+            workload=self.workload,
             mode=self.mode,
             records=self.records,
             partitions=self.partitions,
-            instances=self.instances,
+            instances=self.instance_count(),
             seed=self.seed,
             seed_seconds=self.duration,  # input flows while any fault can hit
             input_topic=self.input_topic,
             output_topic=self.output_topic,
             group=self.group,
             non_idempotent_seeder=self.non_idempotent_seeder,
+            id_from=self.id_from,
         )
+
+    def workload_options(self) -> registry.WorkloadOptions:
+        return registry.WorkloadOptions(command=self.command)
 
 
 def _versions() -> dict[str, str]:
@@ -229,8 +244,13 @@ def _drive(
     schedule: list[FaultEvent],
     progress: Callable[[str], None],
 ) -> None:
-    workload = Kip447Workload(
-        config.workload_config(), cluster.bootstrap, run_dir, cluster.dist, progress=progress
+    workload = registry.build_workload(
+        config.workload_config(),
+        config.workload_options(),
+        cluster.bootstrap,
+        run_dir,
+        cluster.dist,
+        progress,
     )
     nemesis = Nemesis(
         cluster,
@@ -252,7 +272,10 @@ def _drive(
     try:
         workload.setup()
         workload.start()
-        workload.wait_running(timeout=GROUP_JOIN_TIMEOUT_S)
+        try:
+            workload.wait_running(timeout=GROUP_JOIN_TIMEOUT_S)
+        except WorkloadFailed as exc:
+            raise EoschaosError(str(exc)) from exc
         t0 = time.monotonic()
         thread = threading.Thread(target=nemesis_main, name="nemesis", daemon=True)
         thread.start()

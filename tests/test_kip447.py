@@ -20,7 +20,7 @@ import pytest
 from clusters import kafka_dist, processes
 from clusters.process_backend import ProcessCluster
 from eoschaos.history import FIELDS, HISTORY_DIR, KINDS, SCHEMA_DDL, TYPES
-from workloads.kip447.final import final_scan, record_end_state
+from workloads.harness.final import final_scan, record_end_state
 from workloads.kip447.workload import Kip447Config, Kip447Workload
 from workloads.smoke import produce_transaction, transactional_producer
 

@@ -4,6 +4,7 @@ records -- and invents none."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from checkers.synthetic import PLANT_CHECKS, Plants, RunShape, write_synthetic
-from checkers.verdict import DESCRIPTIONS, NEEDS_TRANSACTIONS, check_run
+from checkers.verdict import DESCRIPTIONS, NEEDS_TRANSACTIONS, NEEDS_TXN_HISTORY, check_run
 
 SHAPE = RunShape()  # 512 records, 2 input and 2 output partitions, 2 instances, 1 abort in 3
 EVERY_ANOMALY = Plants(**{plant: 2 for plant in PLANT_CHECKS})
@@ -135,14 +136,41 @@ def test_alos_history_lists_transactional_checks_as_not_applicable(spark, tmp_pa
     assert failing_counts(verdict) == {"delivery.duplicate": 1}
 
 
-def test_history_without_end_state_lists_liveness_as_not_applicable(spark, tmp_path):
+def test_history_without_end_state_lists_liveness_and_offset_reads_as_not_applicable(
+    spark, tmp_path
+):
     run = write_synthetic(spark, tmp_path, SHAPE, parquet=False)
     (run.run_dir / "history" / "end-state.jsonl").unlink()
     verdict = check_run(spark, run.run_dir)
     assert sorted(verdict["not_applicable"]) == sorted(
-        ["liveness.lso", "liveness.group-offsets", "liveness.open-transactions"]
+        [
+            "liveness.lso",
+            "liveness.group-offsets",
+            "liveness.open-transactions",
+            "isolation.aborted-offset-read",
+        ]
     )
     assert verdict["verdict"] == "PASS"
+
+
+@pytest.mark.parametrize("workload", ["streams", "spark", "copier", "byo"])
+def test_black_box_workload_lists_per_transaction_checks_as_not_applicable(
+    spark, tmp_path, workload
+):
+    run = write_synthetic(spark, tmp_path, SHAPE, parquet=False)
+    manifest = json.loads((run.run_dir / "run.json").read_text())
+    (run.run_dir / "run.json").write_text(json.dumps({**manifest, "workload": workload}))
+    verdict = check_run(spark, run.run_dir)
+    assert sorted(verdict["not_applicable"]) == sorted(NEEDS_TXN_HISTORY)
+    assert "isolation.aborted-offset-read" in verdict["checks"]
+
+
+def test_offset_reads_catch_an_aborted_read_without_transaction_history(spark, tmp_path):
+    run = write_synthetic(spark, tmp_path, SHAPE, Plants(aborted_read=2), parquet=False)
+    manifest = json.loads((run.run_dir / "run.json").read_text())
+    (run.run_dir / "run.json").write_text(json.dumps({**manifest, "workload": "byo"}))
+    verdict = check_run(spark, run.run_dir)
+    assert failing_counts(verdict) == {"isolation.aborted-offset-read": 2}
 
 
 def test_truncated_history_is_checked_and_flagged_incomplete(spark, tmp_path):

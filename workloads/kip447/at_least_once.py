@@ -17,9 +17,9 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException, Message, Producer, TopicPartition
 
 from eoschaos.history import HistoryWriter
+from workloads.harness.lineage import TransactionTag, lineage_headers, transform
 from workloads.kip447.config import ProcessorConfig
 from workloads.kip447.group_member import GroupMember, offsets_field
-from workloads.kip447.lineage import TransactionTag, lineage_headers, transform
 
 COMMIT_INTERVAL_S = 2.0
 REVOKE_FLUSH_TIMEOUT_S = 10.0

@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 from eoschaos.history import HistoryWriter
+from workloads.harness.supervisor import instance_name as writer_name
 from workloads.kip447.at_least_once import AtLeastOnceProcessor, Undeliverable
 from workloads.kip447.config import (
     EXIT_FENCED,
@@ -30,10 +31,6 @@ from workloads.kip447.config import (
 from workloads.kip447.transactional import Fenced, TransactionalProcessor
 
 ORPHAN_CHECK_S = 1.0
-
-
-def writer_name(instance: int, incarnation: int) -> str:
-    return f"processor-{instance}.{incarnation}"
 
 
 def _exit_with_supervisor(supervisor: int) -> None:

@@ -13,10 +13,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from eoschaos.history import HistoryWriter
-from workloads.kip447.offsets import admin_for, end_offsets, partition_ids
-from workloads.kip447.reader import TopicReader
+from workloads.harness.offsets import admin_for, end_offsets, partition_ids
+from workloads.harness.reader import IdSet, IdSource, TopicReader
 
 WRITER = "observer"
+KEY_IDS = IdSource("key")
 
 
 class Observer(threading.Thread):
@@ -27,14 +28,24 @@ class Observer(threading.Thread):
         topic: str,
         isolation: str,
         progress: Callable[[str], None],
+        *,
+        track_ids: int = 0,
+        id_source: IdSource = KEY_IDS,
     ) -> None:
+        """`track_ids`: count the distinct ids below it that the output reflects (ids_seen)."""
         super().__init__(name=WRITER, daemon=True)
         self._topic = topic
         self._progress = progress
         self._admin = admin_for(bootstrap)
         self._history = HistoryWriter(run_dir, WRITER)
+        self._seen = IdSet(track_ids)
         self._reader = TopicReader(
-            bootstrap, self._history, {topic: partition_ids(self._admin, topic)}, isolation
+            bootstrap,
+            self._history,
+            {topic: partition_ids(self._admin, topic)},
+            isolation,
+            seen=self._seen,
+            output_ids=(topic, id_source),
         )
         self._drain_timeout = 0.0
         self._stop_requested = threading.Event()
@@ -42,6 +53,10 @@ class Observer(threading.Thread):
         self.targets: dict[tuple[str, int], int] = {}
         self.failure: Exception | None = None
         self._closed = False
+
+    @property
+    def ids_seen(self) -> int:
+        return self._seen.count
 
     def stop(self, drain_timeout: float) -> None:
         """Drain to the end offsets (up to `drain_timeout` s), then stop."""

@@ -76,6 +76,7 @@ class Seeder(threading.Thread):
         self._seconds = seconds
         self._unreported: set[int] = set()
         self._sent = 0
+        self.acked = 0  # records with a successful delivery report
         self._lock = threading.Lock()
         self._stop_requested = threading.Event()
         self._all_reported = threading.Event()
@@ -155,6 +156,7 @@ class Seeder(threading.Thread):
     def _delivered(self, error: KafkaError | None, message: Message) -> None:
         record_id = int(message.key())
         if error is None:
+            self.acked += 1
             self._history.record(
                 "send",
                 "ok",

@@ -62,8 +62,31 @@ def group_offsets(bootstrap: str, group: str, topic: str) -> dict[int, int | Non
     harness — and the history it is writing — down with it. A crashed query raises; callers
     retry.
     """
+    return {p: offset for (_, p), offset in _in_child(bootstrap, group, topic).items()}
+
+
+def group_lag(bootstrap: str, admin: AdminClient, group: str, input_topic: str) -> int | None:
+    """How far the group is behind: over every partition it committed offsets for (the input,
+    and any topic the pipeline consumes internally, e.g. a Streams repartition topic), plus
+    the input partitions it never committed, the log end minus the committed offset. None if
+    the group committed nothing at all."""
+    committed = {k: v for k, v in _in_child(bootstrap, group, "").items() if v is not None}
+    if not committed:
+        return None
+    ends: dict[tuple[str, int], int] = {}
+    for topic in {input_topic, *(t for t, _ in committed)}:
+        for p, end in end_offsets(admin, topic, committed=False).items():
+            ends[(topic, p)] = end
+    return sum(
+        end - (committed.get(place) or 0)
+        for place, end in ends.items()
+        if place in committed or place[0] == input_topic
+    )
+
+
+def _in_child(bootstrap: str, group: str, topic: str) -> dict[tuple[str, int], int | None]:
     child = subprocess.run(
-        [sys.executable, "-m", "workloads.kip447.offsets", bootstrap, group, topic],
+        [sys.executable, "-m", "workloads.harness.offsets", bootstrap, group, topic],
         capture_output=True,
         text=True,
         timeout=ADMIN_TIMEOUT_S * 2,
@@ -73,19 +96,19 @@ def group_offsets(bootstrap: str, group: str, topic: str) -> dict[int, int | Non
         raise RuntimeError(
             f"group offset query exited {child.returncode}: {child.stderr.strip()[-300:]}"
         )
-    return {int(p): offset for p, offset in json.loads(child.stdout).items()}
+    return {(t, int(p)): offset for t, p, offset in json.loads(child.stdout)}
 
 
-def _query_group_offsets(bootstrap: str, group: str, topic: str) -> dict[int, int | None]:
+def _query_group_offsets(bootstrap: str, group: str, topic: str) -> list[list]:
+    """[topic, partition, offset or None] rows of `topic`, or of every topic when it is ""."""
     admin = admin_for(bootstrap)
-    request = [
-        ConsumerGroupTopicPartitions(
-            group, [TopicPartition(topic, p) for p in partition_ids(admin, topic)]
-        )
-    ]
+    partitions = [TopicPartition(topic, p) for p in partition_ids(admin, topic)] if topic else None
+    request = [ConsumerGroupTopicPartitions(group, partitions)]
     result = admin.list_consumer_group_offsets(request, request_timeout=ADMIN_TIMEOUT_S)
-    partitions = result[group].result().topic_partitions
-    return {tp.partition: tp.offset if tp.offset >= 0 else None for tp in partitions}
+    return [
+        [tp.topic, tp.partition, tp.offset if tp.offset >= 0 else None]
+        for tp in result[group].result().topic_partitions
+    ]
 
 
 def members_with_partitions(admin: AdminClient, group: str) -> int:
@@ -98,5 +121,5 @@ def members_with_partitions(admin: AdminClient, group: str) -> int:
     return sum(1 for member in description.members if member.assignment.topic_partitions)
 
 
-if __name__ == "__main__":  # the child of group_offsets: BOOTSTRAP GROUP TOPIC → JSON
+if __name__ == "__main__":  # the child of _in_child: BOOTSTRAP GROUP TOPIC → JSON rows
     print(json.dumps(_query_group_offsets(*sys.argv[1:4])))

@@ -1,8 +1,14 @@
-"""Runs K processor instances as OS processes and replaces any that exits, as a deployment would.
+"""Runs K instances of a pipeline as OS processes and replaces any that exits, as a deployment
+would.
 
 Writer `supervisor`: `instance` events for every start (instance, incarnation, txn_id) and
 every exit (error = exit status, negative for a signal, e.g. "-9"). An instance that exits
-before stop() — killed, crashed, fenced — is started again as the next incarnation.
+before stop() — killed, crashed, fenced — is started again as the next incarnation. One that
+exits 0 (a batch tool such as Kafka's copier, done with what it saw at launch) is started again
+after RESTART_AFTER_CLEAN_EXIT_S, so a finished batch does not spin the machine.
+
+What an instance runs is the workload's business: `launch(instance, incarnation, txn_id)` gives
+the command line and environment of one process.
 
 A *twin* (the nemesis' `twin` fault) is an extra, unsupervised process running an instance's
 current transactional.id as incarnation TWIN_INCARNATION + n, so its transactions have their
@@ -16,18 +22,35 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from clusters import processes
 from eoschaos.history import HistoryWriter
-from workloads.kip447.config import transactional_id
-from workloads.kip447.processor import writer_name
 
 WRITER = "supervisor"
 WATCH_INTERVAL_S = 0.1
+RESTART_AFTER_CLEAN_EXIT_S = 1.0
 TWIN_INCARNATION = 1000
 TWIN_STOP_TIMEOUT_S = 10.0
+
+
+def instance_name(instance: int, incarnation: int) -> str:
+    """The process name of an incarnation: its log file, PID file and (kip447) history writer."""
+    return f"processor-{instance}.{incarnation}"
+
+
+@dataclass(frozen=True)
+class Launch:
+    """How to start one instance process."""
+
+    argv: list[str]
+    env: dict[str, str]
+
+
+Launcher = Callable[[int, int, str | None], Launch]  # (instance, incarnation, txn_id) -> Launch
+TransactionalIds = Callable[[int, int], str | None]  # (instance, incarnation) -> txn_id
 
 
 @dataclass(frozen=True)
@@ -47,12 +70,27 @@ class _Running:
     exit_recorded: bool = False
 
 
+@dataclass(frozen=True)
+class Exit:
+    """An instance process that ended: which, its exit status, and how long it had run."""
+
+    info: InstanceInfo
+    status: int
+    ran_s: float
+
+
 class Supervisor:
-    def __init__(self, config_path: Path, run_dir: Path, mode: str, instances: int) -> None:
-        self._config_path = config_path
+    def __init__(
+        self,
+        run_dir: Path,
+        instances: int,
+        launch: Launcher,
+        transactional_id: TransactionalIds,
+    ) -> None:
         self._run_dir = Path(run_dir)
         self._workload_dir = self._run_dir / "workload"
-        self._mode = mode
+        self._launch = launch
+        self._transactional_id = transactional_id
         self._count = instances
         self._history = HistoryWriter(run_dir, WRITER)
         self._lock = threading.Lock()
@@ -61,6 +99,9 @@ class Supervisor:
         self._twins: dict[str, _Running] = {}
         self._stopping = threading.Event()
         self._watcher = threading.Thread(target=self._watch, name=WRITER, daemon=True)
+        self._started_at: dict[str, float] = {}
+        self._restart_at: dict[int, tuple[float, int]] = {}  # instance -> (when, incarnation)
+        self.exits: list[Exit] = []  # every exit of a supervised instance, in order
 
     @property
     def pid_dir(self) -> Path:
@@ -142,26 +183,26 @@ class Supervisor:
         if running is None or not processes.signal_group(running.managed, sig):
             raise ProcessLookupError(f"instance {instance} is not running")
 
+    def log_of(self, instance: int, incarnation: int) -> Path:
+        return self._workload_dir / f"{instance_name(instance, incarnation)}.log"
+
     def _start(self, instance: int, incarnation: int) -> None:
-        txn_id = transactional_id(self._mode, instance, incarnation)
+        txn_id = self._transactional_id(instance, incarnation)
         self._spawn(instance, incarnation, txn_id, twin=False)
 
     def _spawn(self, instance: int, incarnation: int, txn_id: str | None, *, twin: bool) -> str:
-        name = writer_name(instance, incarnation)
-        cmd = [
-            sys.executable,
-            "-m",
-            "workloads.kip447.processor",
-            str(self._config_path),
-            str(instance),
-            str(incarnation),
-            *([txn_id] if txn_id else []),
-        ]
+        name = instance_name(instance, incarnation)
+        launch = self._launch(instance, incarnation, txn_id)
         popen, managed = processes.spawn(
-            name, cmd, self._workload_dir / f"{name}.log", self.pid_dir
+            name,
+            launch.argv,
+            self.log_of(instance, incarnation),
+            self.pid_dir,
+            env=launch.env,
         )
         info = InstanceInfo(instance, incarnation, txn_id, popen.pid)
         with self._lock:
+            self._started_at[name] = time.monotonic()
             if twin:
                 self._twins[name] = _Running(info, popen, managed, name)
             else:
@@ -175,11 +216,16 @@ class Supervisor:
 
     def _watch(self) -> None:
         while not self._stopping.wait(WATCH_INTERVAL_S):
-            for exited in self._reap():
-                if not self._stopping.is_set():
-                    self._start(exited.instance, exited.incarnation + 1)
+            now = time.monotonic()
+            for ended in self._reap():
+                delay = RESTART_AFTER_CLEAN_EXIT_S if ended.status == 0 else 0.0
+                self._restart_at[ended.info.instance] = (now + delay, ended.info.incarnation + 1)
+            for instance, (when, incarnation) in list(self._restart_at.items()):
+                if when <= now and not self._stopping.is_set():
+                    del self._restart_at[instance]
+                    self._start(instance, incarnation)
 
-    def _reap(self) -> list[InstanceInfo]:
+    def _reap(self) -> list[Exit]:
         """Record the exit of every instance process that has ended; return them.
 
         Called by the watcher thread only, or by stop() once the watcher has ended.
@@ -194,6 +240,7 @@ class Supervisor:
         for proc in ended:
             info = proc.info
             proc.exit_recorded = True
+            ran_s = time.monotonic() - self._started_at.get(proc.name, time.monotonic())
             processes.remove_pid_file(self.pid_dir, proc.name)
             self._history.record(
                 "instance",
@@ -205,5 +252,7 @@ class Supervisor:
                 error=str(proc.popen.returncode),
             )
             if info.incarnation < TWIN_INCARNATION:
-                exited.append(info)
+                ended_instance = Exit(info, proc.popen.returncode, ran_s)
+                self.exits.append(ended_instance)
+                exited.append(ended_instance)
         return exited

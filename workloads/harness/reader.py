@@ -3,20 +3,76 @@ record. The observer reads this way during the run, the final scans after it."""
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, TopicPartition
 
 from eoschaos.history import HistoryWriter
-from workloads.kip447.lineage import lineage_fields
+from workloads.harness.lineage import lineage_fields
 
 BATCH_MAX_RECORDS = 500
 POLL_TIMEOUT_S = 0.2
 ISOLATIONS = ("read_committed", "read_uncommitted")
 
 Position = tuple[str, int]  # (topic, partition)
+
+
+@dataclass(frozen=True)
+class IdSource:
+    """Where an output record names the input record it came from: `key` (the key is the
+    ASCII decimal id, as on the input), `header:NAME` (a header holding the decimal id) or
+    `json:PATH` (a dotted field path into a JSON value, e.g. json:source.id)."""
+
+    spec: str = "key"
+
+    def __post_init__(self) -> None:
+        kind, _, name = self.spec.partition(":")
+        if self.spec != "key" and (kind not in ("header", "json") or not name):
+            raise ValueError(
+                f"--id-from {self.spec!r} is not key, header:NAME or json:PATH "
+                "(e.g. --id-from json:source.id)"
+            )
+
+    def extract(self, message: Message) -> int | None:
+        kind, _, name = self.spec.partition(":")
+        if kind == "key":
+            return _decimal(message.key())
+        if kind == "header":
+            values = [raw for key, raw in message.headers() or () if key == name]
+            return _decimal(values[-1]) if values else None
+        try:
+            value: Any = json.loads(message.value() or b"")
+            for step in name.split("."):
+                value = value[step]
+        except (ValueError, KeyError, TypeError, IndexError):
+            return None
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _decimal(raw: bytes | None) -> int | None:
+    return int(raw) if raw is not None and raw.isdigit() else None
+
+
+class IdSet:
+    """Distinct record ids in 0..bound-1, as a bitmap (10M ids in 1.25 MB): how much of the
+    input a reader has seen reflected, without keeping the ids themselves."""
+
+    def __init__(self, bound: int) -> None:
+        self._bound = bound
+        self._bits = bytearray((bound + 7) // 8)
+        self.count = 0
+
+    def add(self, record_id: int) -> None:
+        if 0 <= record_id < self._bound:
+            byte, bit = divmod(record_id, 8)
+            if not self._bits[byte] >> bit & 1:
+                self._bits[byte] |= 1 << bit
+                self.count += 1
 
 
 class TopicReader:
@@ -29,11 +85,18 @@ class TopicReader:
         history: HistoryWriter,
         partitions: dict[str, list[int]],
         isolation: str,
+        *,
+        seen: IdSet | None = None,
+        output_ids: tuple[str, IdSource] | None = None,
     ) -> None:
+        """`output_ids`: (output topic, where its records name their source id); records of
+        any other topic (the input) are named by their key."""
         if isolation not in ISOLATIONS:
             raise ValueError(f"isolation must be one of {ISOLATIONS}, not {isolation!r}")
         self._history = history
         self.isolation = isolation
+        self._seen = seen
+        self._output_ids = output_ids
         self._consumer = Consumer(
             {
                 "bootstrap.servers": bootstrap,
@@ -106,9 +169,16 @@ class TopicReader:
         return {pos: max(positions.get(pos, -1), self._end_seen.get(pos, -1), 0) for pos in targets}
 
     def _record(self, message: Message) -> None:
-        key = message.key()
-        fields = {"id": int(key)} if key is not None and key.isdigit() else {}
-        fields.update(lineage_fields(message.headers()))
+        fields: dict[str, Any] = lineage_fields(message.headers())  # eoschaos.src.id first
+        named_by = self._output_ids
+        if named_by is not None and message.topic() == named_by[0]:
+            record_id = named_by[1].extract(message)
+        else:
+            record_id = fields.get("id", _decimal(message.key()))
+        if record_id is not None:
+            fields["id"] = record_id
+        if self._seen is not None and "id" in fields:
+            self._seen.add(fields["id"])
         self._history.record(
             "read",
             "ok",

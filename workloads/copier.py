@@ -1,0 +1,85 @@
+"""Kafka's own TransactionalMessageCopier (kafka-tools), run as Kafka's transactions test does.
+
+One copier per input partition (manually assigned), each with its own transactional.id and
+random aborts on, copying key and value unchanged -- so the output key is the source id. The
+copier is a batch tool: it copies up to the partition's end *as of its launch* and exits 0;
+the supervisor starts it again, which makes every run a stream of client bounces, each new
+incarnation fencing the last through the shared transactional.id.
+
+Modes: `eos` (one copier per partition, a stable transactional.id per partition: must PASS)
+and `no-fencing`, the known-bad mode: every partition has TWO copiers whose transactional.ids
+differ, as a deployment that starts a replacement without fencing the old process would have.
+Nothing stops both from copying the same records, so the output holds duplicates.
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+from clusters.kafka_dist import KafkaDistribution, java_binary
+from workloads.harness.supervisor import Launch, Supervisor
+
+MODES = ("eos", "no-fencing")
+MAIN_CLASS = "org.apache.kafka.tools.TransactionalMessageCopier"
+TRANSACTION_SIZE = 100
+TRANSACTION_TIMEOUT_MS = 10000  # an abandoned transaction clears well inside a run
+
+
+class CopierPipeline:
+    observer_isolation = "read_committed"
+    joins_group = False  # manual assignment, as in Kafka's system test
+    extra_topics: tuple[str, ...] = ()
+
+    def __init__(self, dist: KafkaDistribution, mode: str, partitions: int) -> None:
+        self._dist = dist
+        self._mode = mode
+        self._partitions = partitions
+
+    @staticmethod
+    def instances_for(mode: str, partitions: int) -> int:
+        return partitions * (2 if mode == "no-fencing" else 1)
+
+    def prepare(self, workload_dir: Path) -> None:
+        """Nothing to write: the copier takes everything on its command line."""
+
+    def launch(self, instance: int, incarnation: int, env: dict[str, str]) -> Launch:
+        argv = [
+            java_binary(),
+            "-Xmx192m",
+            "-XX:TieredStopAtLevel=1",
+            "-XX:+UseSerialGC",
+            *self._dist.logging_args(Path(env["EOSCHAOS_LOG_DIR"]), tool=True),
+            "-cp",
+            self._dist.classpath,
+            MAIN_CLASS,
+            "--broker-list",
+            env["EOSCHAOS_BOOTSTRAP_SERVERS"],
+            "--input-topic",
+            env["EOSCHAOS_INPUT_TOPIC"],
+            "--input-partition",
+            str(instance % self._partitions),
+            "--output-topic",
+            env["EOSCHAOS_OUTPUT_TOPIC"],
+            "--consumer-group",
+            env["EOSCHAOS_GROUP_ID"],
+            "--transactional-id",
+            env["EOSCHAOS_TRANSACTIONAL_ID"],
+            "--transaction-size",
+            str(TRANSACTION_SIZE),
+            "--transaction-timeout",
+            str(TRANSACTION_TIMEOUT_MS),
+            "--enable-random-aborts",
+        ]
+        return Launch(argv, env)
+
+    def transactional_id(self, instance: int, incarnation: int) -> str | None:
+        if self._mode == "no-fencing":
+            return f"copier-{instance}-{incarnation}-{uuid.uuid4().hex[:8]}"
+        return f"copier-{instance}"
+
+    def transactional_ids(self, supervisor: Supervisor) -> set[str] | None:
+        return set(supervisor.transactional_ids())
+
+    def record_outputs(self, bootstrap: str, run_dir: Path) -> None:
+        """Nothing beyond the output topic: the copier's output is 1:1 with its input."""

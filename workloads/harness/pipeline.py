@@ -1,0 +1,418 @@
+"""Any pipeline as the harness drives it: setup, start, faults on instances, stop, scans.
+
+    workload = PipelineWorkload(config, pipeline, bootstrap, run_dir, dist)
+    with workload:
+        workload.setup()
+        workload.start()
+        workload.wait_running(60)          # raises WorkloadFailed if the pipeline never runs
+        workload.kill_instance(1)          # the supervisor starts incarnation 1 of instance 1
+        workload.wait_seeded(60)
+        workload.wait_caught_up(120)
+        workload.stop()
+        workload.final_scans()
+
+The harness owns what the history needs -- the seeder, the downstream observer, the final scans
+and the end state -- and a `Pipeline` says only how to start one instance of the thing under
+test (kip447's processors, a Streams app, a Spark driver, Kafka's copier, the user's command).
+Every instance gets the environment of docs/byo.md. Everything started is stopped by close().
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from confluent_kafka.admin import NewTopic
+
+from clusters import admin
+from clusters.kafka_dist import KafkaDistribution
+from workloads.harness.final import ScanResult, final_scan, record_end_state, wait_settled
+from workloads.harness.observer import Observer
+from workloads.harness.offsets import admin_for, group_lag, members_with_partitions
+from workloads.harness.reader import IdSource
+from workloads.harness.seeder import Seeder
+from workloads.harness.supervisor import InstanceInfo, Launch, Supervisor
+
+REPLICATION_FACTOR = 3
+PROCESSOR_STOP_TIMEOUT_S = 30.0
+OBSERVER_DRAIN_TIMEOUT_S = 60.0
+SCAN_TIMEOUT_S = 120.0
+SETTLE_TIMEOUT_S = 30.0  # transaction.timeout.ms (20 s) plus time to write the abort markers
+PROGRESS_INTERVAL_S = 5.0
+TOPIC_READY_TIMEOUT_S = 30.0
+
+
+class WorkloadFailed(Exception):
+    """The pipeline under test could not run (exited at once, never produced output)."""
+
+
+@dataclass
+class PipelineConfig:
+    """What the harness needs to know of a run, whatever the pipeline."""
+
+    workload: str = "kip447"
+    mode: str = "eos"
+    records: int = 20000
+    partitions: int = 6
+    instances: int = 3
+    seed: int = 0
+    seed_seconds: float = 20.0
+    input_topic: str = "input-topic"
+    output_topic: str = "output-topic"
+    group: str = "eoschaos-kip447"
+    non_idempotent_seeder: bool = False
+    id_from: str = "key"  # where output records name their source id (IdSource)
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+
+class Pipeline(Protocol):
+    """The part of a workload that differs from one pipeline to the next."""
+
+    observer_isolation: str  # how the downstream observer reads (read_committed, normally)
+    joins_group: bool  # instances are members of config.group: faults wait for all of them
+    extra_topics: tuple[str, ...]  # topics to create besides input and output (same partitions)
+
+    def prepare(self, workload_dir: Path) -> None:
+        """Write what instances read at start (configs), before any is started."""
+
+    def launch(self, instance: int, incarnation: int, env: dict[str, str]) -> Launch:
+        """The command line of one instance; `env` is the contract's environment."""
+
+    def transactional_id(self, instance: int, incarnation: int) -> str | None:
+        """The transactional.id this incarnation runs with, if the harness assigns one."""
+
+    def transactional_ids(self, supervisor: Supervisor) -> set[str] | None:
+        """Every transactional.id of the run, for the end state (None: not known, so every
+        open transaction on the cluster is recorded)."""
+
+    def record_outputs(self, bootstrap: str, run_dir: Path) -> None:
+        """Record pipeline-specific end rows (e.g. a Streams app's aggregates)."""
+
+
+def progress_to_stderr(message: str) -> None:
+    import sys
+
+    print(f"[workload] {message}", file=sys.stderr, flush=True)
+
+
+class PipelineWorkload:
+    def __init__(
+        self,
+        config: PipelineConfig,
+        pipeline: Pipeline,
+        bootstrap: str,
+        run_dir: Path,
+        dist: KafkaDistribution,
+        progress: Callable[[str], None] = progress_to_stderr,
+    ) -> None:
+        self.config = config
+        self.pipeline = pipeline
+        self.bootstrap = bootstrap
+        self.run_dir = Path(run_dir)
+        self.dist = dist
+        self._progress = progress
+        self._admin = admin_for(bootstrap)
+        self._seeder: Seeder | None = None
+        self._supervisor: Supervisor | None = None
+        self._observer: Observer | None = None
+        self.scans: dict[str, ScanResult] = {}
+
+    def __enter__(self) -> PipelineWorkload:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def workload_dir(self) -> Path:
+        return self.run_dir / "workload"
+
+    @property
+    def pid_dir(self) -> Path:
+        return self.workload_dir / "pids"
+
+    def setup(self) -> None:
+        """Create the topics and wait until every broker knows them."""
+        config = self.config
+        names = [config.input_topic, config.output_topic, *self.pipeline.extra_topics]
+        topics = [
+            NewTopic(name, num_partitions=config.partitions, replication_factor=REPLICATION_FACTOR)
+            for name in names
+        ]
+        admin.create_topics(self._admin, topics, TOPIC_READY_TIMEOUT_S)
+        for topic in names:
+            self._wait_topic_known(topic, TOPIC_READY_TIMEOUT_S)
+        self._progress(f"topics {', '.join(names)}: {config.partitions} partitions")
+
+    def start(self) -> None:
+        """Start the observer, the instances, then the seeder."""
+        config = self.config
+        self._observer = Observer(
+            self.bootstrap,
+            self.run_dir,
+            config.output_topic,
+            self.pipeline.observer_isolation,
+            self._progress,
+            track_ids=config.records,
+            id_source=IdSource(config.id_from),
+        )
+        self._observer.start()
+        self.pipeline.prepare(self.workload_dir)
+        self._supervisor = Supervisor(
+            self.run_dir, config.instances, self._launch, self.pipeline.transactional_id
+        )
+        self._supervisor.start()
+        self._seeder = Seeder(
+            self.bootstrap,
+            self.run_dir,
+            config.input_topic,
+            config.partitions,
+            config.records,
+            config.seed_seconds,
+            non_idempotent=config.non_idempotent_seeder,
+        )
+        self._seeder.start()
+        self._progress(
+            f"{config.workload}/{config.mode}: {config.instances} instances, seeding "
+            f"{config.records} records over {config.seed_seconds:.0f}s"
+        )
+
+    def instance_env(self, instance: int, incarnation: int, txn_id: str | None) -> dict[str, str]:
+        """The environment of docs/byo.md for one instance process."""
+        config = self.config
+        state_dir = self.workload_dir / "state" / f"instance-{instance}"
+        state_dir.mkdir(parents=True, exist_ok=True)
+        return {
+            **os.environ,
+            **config.extra_env,
+            "EOSCHAOS_BOOTSTRAP_SERVERS": self.bootstrap,
+            "EOSCHAOS_INPUT_TOPIC": config.input_topic,
+            "EOSCHAOS_OUTPUT_TOPIC": config.output_topic,
+            "EOSCHAOS_MODE": config.mode,
+            "EOSCHAOS_INSTANCE": str(instance),
+            "EOSCHAOS_INCARNATION": str(incarnation),
+            "EOSCHAOS_INSTANCES": str(config.instances),
+            "EOSCHAOS_PARTITIONS": str(config.partitions),
+            "EOSCHAOS_GROUP_ID": config.group,
+            "EOSCHAOS_TRANSACTIONAL_ID": txn_id or "",
+            "EOSCHAOS_STATE_DIR": str(state_dir),
+            "EOSCHAOS_LOG_DIR": str(self.workload_dir),
+        }
+
+    def _launch(self, instance: int, incarnation: int, txn_id: str | None) -> Launch:
+        env = self.instance_env(instance, incarnation, txn_id)
+        return self.pipeline.launch(instance, incarnation, env)
+
+    # --- what the nemesis drives (chaos.nemesis.Workload) ---
+
+    @property
+    def input_topic(self) -> str:
+        return self.config.input_topic
+
+    @property
+    def output_topic(self) -> str:
+        return self.config.output_topic
+
+    @property
+    def group(self) -> str:
+        return self.config.group
+
+    @property
+    def instance_count(self) -> int:
+        return self.config.instances
+
+    def instances(self) -> list[InstanceInfo]:
+        return self._running_supervisor().instances()
+
+    def instance_pid(self, instance: int) -> int | None:
+        return self._running_supervisor().instance_pid(instance)
+
+    def kill_instance(self, instance: int) -> None:
+        self._running_supervisor().kill_instance(instance)
+
+    def pause_instance(self, instance: int) -> None:
+        self._running_supervisor().pause_instance(instance)
+
+    def resume_instance(self, instance: int) -> None:
+        self._running_supervisor().resume_instance(instance)
+
+    def transactional_id(self, instance: int) -> str | None:
+        """The transactional.id the instance's current incarnation runs with."""
+        for info in self.instances():
+            if info.instance == instance:
+                return info.txn_id
+        raise LookupError(f"no instance {instance}")
+
+    def start_twin(self, instance: int) -> str:
+        return self._running_supervisor().start_twin(instance)
+
+    def stop_twin(self, twin: str) -> None:
+        self._running_supervisor().stop_twin(twin)
+
+    # --- the run ---
+
+    def wait_running(self, timeout: float) -> None:
+        """Return once the pipeline runs: output has appeared downstream and, for a pipeline
+        whose instances join a group, every instance holds partitions of a stable group.
+
+        Faults are timed from here: a fault that lands on an instance still joining the group
+        tests nothing (a "zombie" that never owned a partition cannot write as one). A pipeline
+        that never gets there is a failed run, not a run to judge (WorkloadFailed).
+        """
+        wanted = min(self.config.instances, self.config.partitions)
+        deadline = time.monotonic() + timeout
+        observer = self._running_observer()
+        while True:
+            self._raise_if_crashing()
+            members = (
+                members_with_partitions(self._admin, self.config.group)
+                if self.pipeline.joins_group
+                else wanted
+            )
+            if members >= wanted and observer.ids_seen > 0:
+                return
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.25)
+        if observer.ids_seen == 0:
+            log = self._running_supervisor().log_of(0, 0)
+            raise WorkloadFailed(
+                f"workload {self.config.workload} wrote no output to {self.config.output_topic} "
+                f"in {timeout:.0f}s (does it read {self.config.input_topic}?); read {log}"
+            )
+        # Slow to settle, but working: the run goes on and the history shows the rebalances.
+        self._progress(f"the group did not stabilise with {wanted} members in {timeout:.0f}s")
+
+    def _raise_if_crashing(self) -> None:
+        """Before faults, an instance that dies on its own is a broken pipeline or command."""
+        supervisor = self._running_supervisor()
+        for ended in supervisor.exits:
+            if ended.status != 0:
+                info = ended.info
+                log = supervisor.log_of(info.instance, info.incarnation)
+                raise WorkloadFailed(
+                    f"workload {self.config.workload}: instance {info.instance} exited with "
+                    f"status {ended.status} after {ended.ran_s:.1f}s, before any fault; "
+                    f"read {log}"
+                )
+
+    def wait_seeded(self, timeout: float) -> bool:
+        """True once every input record has its delivery report."""
+        if self._seeder is None:
+            raise RuntimeError("the workload was not started")
+        return self._seeder.wait_reported(timeout)
+
+    def wait_caught_up(self, timeout: float) -> bool:
+        """True once the output covers every acknowledged input id (as the observer saw it)
+        and the group, where the pipeline commits to one, has no lag on any topic it reads."""
+        deadline = time.monotonic() + timeout
+        last_report = time.monotonic()
+        while True:
+            lag = self._lag()
+            if lag == 0:
+                return True
+            if time.monotonic() > deadline:
+                self._progress(f"not caught up after {timeout:.0f}s: {lag}")
+                return False
+            if time.monotonic() - last_report > PROGRESS_INTERVAL_S:
+                self._progress(f"waiting for the pipeline to catch up: {lag}")
+                last_report = time.monotonic()
+            time.sleep(0.5)
+
+    def _lag(self) -> int | str:
+        seeder, observer = self._seeder, self._running_observer()
+        acked = seeder.acked if seeder is not None else 0
+        if observer.ids_seen < acked:
+            return f"{acked - observer.ids_seen} acknowledged ids not in the output yet"
+        try:
+            lag = group_lag(self.bootstrap, self._admin, self.config.group, self.input_topic)
+        except RuntimeError as exc:  # the query crashed; the next one may not
+            return f"group lag unknown ({exc})"
+        # None: the group committed nothing, the pipeline keeps its offsets elsewhere (Spark's
+        # checkpoint), and the output covering the input is all there is to wait for
+        return 0 if not lag else f"group lag {lag}"
+
+    def stop(self) -> None:
+        """Stop the instances (gracefully, then by force), drain the observer, stop the seeder.
+
+        Raises if the observer or the seeder failed: their history would be short.
+        """
+        if self._supervisor is not None:
+            self._supervisor.stop(PROCESSOR_STOP_TIMEOUT_S)
+        if self._observer is not None:
+            self._observer.stop(OBSERVER_DRAIN_TIMEOUT_S)
+        if self._seeder is not None:
+            self._seeder.stop()
+        for part in (self._observer, self._seeder):
+            if part is not None and part.failure is not None:
+                raise RuntimeError(f"{part.name} failed") from part.failure
+
+    def final_scans(self) -> dict[str, ScanResult]:
+        """Wait out abandoned transactions, scan both topics at both isolations, and record
+        the end state. Returns the scans by writer (with what each reached)."""
+        config = self.config
+        topics = [config.input_topic, config.output_topic]
+        wait_settled(self.bootstrap, topics, SETTLE_TIMEOUT_S, self._progress)
+        for isolation in ("read_committed", "read_uncommitted"):
+            scan = final_scan(
+                self.bootstrap,
+                self.run_dir,
+                topics,
+                isolation,
+                SCAN_TIMEOUT_S,
+                self._progress,
+                output_ids=(config.output_topic, IdSource(config.id_from)),
+            )
+            self.scans[scan.writer] = scan
+        record_end_state(
+            self.bootstrap,
+            self.run_dir,
+            self.dist,
+            input_topic=config.input_topic,
+            output_topic=config.output_topic,
+            group=config.group,
+            txn_ids=self.pipeline.transactional_ids(self._supervisor)
+            if self._supervisor
+            else set(),
+        )
+        self.pipeline.record_outputs(self.bootstrap, self.run_dir)
+        self._progress("final scans and end state recorded")
+        return self.scans
+
+    def close(self) -> None:
+        """Stop whatever still runs; safe to call twice and after a failed start."""
+        if self._supervisor is not None:
+            self._supervisor.stop(timeout=0)
+        if self._observer is not None:
+            self._observer.stop(drain_timeout=0)
+        if self._seeder is not None:
+            self._seeder.stop()
+
+    def _wait_topic_known(self, topic: str, timeout: float) -> None:
+        """A just-created topic can be missing from a broker's metadata for a moment; every
+        client started next (observer, instances) must find all its partitions led."""
+        deadline = time.monotonic() + timeout
+        while True:
+            described = self._admin.list_topics(topic=topic, timeout=5).topics.get(topic)
+            partitions = described.partitions if described and described.error is None else {}
+            if len(partitions) == self.config.partitions and all(
+                p.leader >= 0 for p in partitions.values()
+            ):
+                return
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"topic {topic} not fully led {timeout:.0f}s after creation")
+            time.sleep(0.2)
+
+    def _running_supervisor(self) -> Supervisor:
+        if self._supervisor is None:
+            raise RuntimeError("the workload was not started")
+        return self._supervisor
+
+    def _running_observer(self) -> Observer:
+        if self._observer is None:
+            raise RuntimeError("the workload was not started")
+        return self._observer

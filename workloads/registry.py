@@ -1,0 +1,100 @@
+"""The workloads `eoschaos run --workload NAME` knows, their modes, and how each is built.
+
+Every workload is a PipelineWorkload around a different pipeline, so the CLI, the nemesis, the
+history and the checkers are the same for all of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+from clusters.kafka_dist import KafkaDistribution
+from eoschaos.errors import EoschaosError
+from workloads import byo, copier
+from workloads.harness.pipeline import PipelineConfig, PipelineWorkload
+from workloads.kip447.config import MODES as KIP447_MODES
+from workloads.kip447.config import Kip447Config
+from workloads.kip447.workload import Kip447Workload
+
+
+@dataclass(frozen=True)
+class WorkloadKind:
+    name: str
+    modes: tuple[str, ...]  # the first is the correct one
+    default_instances: int
+    summary: str
+
+
+KINDS = {
+    kind.name: kind
+    for kind in (
+        WorkloadKind(
+            "kip447", KIP447_MODES, 3, "our port of Kafka's KIP-447 consume-transform-produce"
+        ),
+        WorkloadKind(
+            "copier", copier.MODES, 0, "Kafka's TransactionalMessageCopier, one per partition"
+        ),
+        WorkloadKind("byo", byo.MODES, 3, "your own pipeline: --command, contract in docs/byo.md"),
+    )
+}
+
+
+@dataclass(frozen=True)
+class WorkloadOptions:
+    """What a run asks of its workload beyond the shared PipelineConfig."""
+
+    command: str | None = None  # byo
+
+
+def check_options(name: str, mode: str, options: WorkloadOptions) -> None:
+    """Bad input is refused before anything starts."""
+    if name not in KINDS:
+        raise EoschaosError(f"unknown workload {name!r}; choose from {', '.join(KINDS)}")
+    kind = KINDS[name]
+    if mode not in kind.modes:
+        raise EoschaosError(
+            f"unknown mode {mode!r} for {name}; choose from {', '.join(kind.modes)}"
+        )
+    if name == "byo" and not (options.command or "").strip():
+        raise EoschaosError(
+            "--workload byo needs --command 'CMD' (the line that starts one instance; "
+            "see docs/byo.md)"
+        )
+    if name != "byo" and options.command:
+        raise EoschaosError(f"--command is for --workload byo, not {name}")
+
+
+def instance_count(name: str, mode: str, partitions: int, asked: int | None) -> int:
+    """The copier runs one process per partition (two in mode no-fencing): not a choice."""
+    if name == "copier":
+        wanted = copier.CopierPipeline.instances_for(mode, partitions)
+        if asked is not None and asked != wanted:
+            raise EoschaosError(
+                f"--workload copier runs {wanted} instances for {partitions} partitions in "
+                f"mode {mode}; drop --instances or set --partitions"
+            )
+        return wanted
+    return asked if asked is not None else KINDS[name].default_instances
+
+
+def build_workload(
+    config: PipelineConfig,
+    options: WorkloadOptions,
+    bootstrap: str,
+    run_dir: Path,
+    dist: KafkaDistribution,
+    progress: Callable[[str], None],
+) -> PipelineWorkload:
+    if config.workload == "kip447":
+        shared = {f.name for f in fields(Kip447Config)} & {f.name for f in fields(config)}
+        kip447 = Kip447Config(**{name: getattr(config, name) for name in shared})
+        return Kip447Workload(kip447, bootstrap, run_dir, dist, progress)
+    if config.workload == "copier":
+        pipeline = copier.CopierPipeline(dist, config.mode, config.partitions)
+    elif config.workload == "byo":
+        pipeline = byo.CommandPipeline(options.command or "")
+    else:
+        raise EoschaosError(f"unknown workload {config.workload!r}")
+    return PipelineWorkload(config, pipeline, bootstrap, run_dir, dist, progress)
