@@ -55,6 +55,7 @@ class RunShape:
     per_partition: int = 2  # records one transaction writes to each output partition
     abort_every: int = 3  # every n-th slot has an aborted attempt first; 0: none
     mode: str = "eos"  # "eos" or "alos" (no transactions: produce + plain offset commits)
+    aggregate_buckets: int = 4  # keys of the final aggregates (id mod this); 0: none recorded
     start: float = 1_700_000_000.0
     slot_seconds: float = 0.01
 
@@ -155,6 +156,7 @@ class Plants:
     open_transaction: int = 0
     lso_behind: int = 0
     group_offsets_behind: int = 0
+    aggregate_mismatch: int = 0
     # Not an anomaly: attempts fencing rejected (ILLEGAL_GENERATION), counted informationally.
     fenced_attempts: int = 0
 
@@ -183,6 +185,7 @@ PLANT_CHECKS = {
     "open_transaction": "liveness.open-transactions",
     "lso_behind": "liveness.lso",
     "group_offsets_behind": "liveness.group-offsets",
+    "aggregate_mismatch": "aggregate.mismatch",
 }
 # A second check that must catch a plant: a read of an aborted record is also an offset the
 # final committed scan skipped, which is how a pipeline without transaction history is judged.
@@ -544,6 +547,7 @@ class _Tail:
         self.next_id = shape.records
         self.next_seq = 2 * (shape.slots // shape.instances + 1) + 1
         self.lost_ids: list[int] = []
+        self.extra_input_ids: list[int] = []  # input records beyond the model's 0..N-1
         self.phantom_ids: list[int] = []
         self.zombies: list[dict[str, Any]] = []
         self.u = shape.attempts  # next slot in time
@@ -582,6 +586,7 @@ class _Tail:
     def _input_record(self, id_: int, partition: int, sent: bool) -> dict[str, int]:
         offset = self.input_end[partition]
         self.input_end[partition] += 1
+        self.extra_input_ids.append(id_)
         t = self.shape.slot_time(self.u - 0.5)
         if sent:
             place = {"id": id_, "topic": INPUT_TOPIC, "partition": partition}
@@ -718,6 +723,37 @@ class _Tail:
         self.u += 1
         return seq
 
+    def _aggregates(self) -> dict[int, dict[str, int]]:
+        """count, sum, min, max of the input ids per key (id mod buckets), as a correct
+        stateful pipeline computes them: the model's ids 0..N-1 in closed form, then every
+        extra input record (lost, duplicate-input, zombie sources)."""
+        b, n = self.shape.aggregate_buckets, self.shape.records
+        if not b:
+            return {}
+        if b > self.shape.records:
+            raise ValueError("aggregate_buckets must not exceed records")
+        if self.plants.aggregate_mismatch > b:
+            raise ValueError(f"aggregate_mismatch must be <= {b} keys")
+        result = {}
+        for key in range(b):
+            count = (n - key + b - 1) // b
+            last = key + (count - 1) * b
+            result[key] = {
+                "count": count,
+                "sum": count * (key + last) // 2,
+                "min": key,
+                "max": last,
+            }
+        for id_ in self.extra_input_ids:
+            agg = result[id_ % b]
+            agg.update(
+                count=agg["count"] + 1,
+                sum=agg["sum"] + id_,
+                min=min(agg["min"], id_),
+                max=max(agg["max"], id_),
+            )
+        return result
+
     def _end_state(self) -> None:
         s, plants = self.shape, self.plants
         t = self.end_time + 40.0
@@ -753,6 +789,11 @@ class _Tail:
                 partition=p,
                 offset=committed,
             )
+        for key, value in self._aggregates().items():
+            if key < plants.aggregate_mismatch:
+                value = {**value, "count": value["count"] + 1}  # one update applied twice
+            params = json.dumps({"key": str(key), "buckets": s.aggregate_buckets, "value": value})
+            self._event("end", "ok", "aggregate", "end-aggregates", t, params=params)
         for x in range(plants.open_transaction):
             params = json.dumps({"state": "Ongoing", "producer_id": 9000 + x})
             self._event(
@@ -810,6 +851,9 @@ class _Tail:
             "lso_behind": [{"topic": t, "partition": p} for t, p, _ in self.lso_behind],
             "group_offsets_behind": [
                 {"partition": p} for p in range(self.plants.group_offsets_behind)
+            ],
+            "aggregate_mismatch": [
+                {"key": str(key)} for key in range(self.plants.aggregate_mismatch)
             ],
         }
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
-from checkers import delivery, fencing, isolation, liveness
+from checkers import aggregates, delivery, fencing, isolation, liveness
 from checkers.census import FINAL_COMMITTED, FINAL_UNCOMMITTED, Census, take_census
 from checkers.findings import result, tally
 from checkers.history_io import History, load_history
@@ -28,6 +28,7 @@ DESCRIPTIONS = {
     **isolation.DESCRIPTIONS,
     **fencing.DESCRIPTIONS,
     **liveness.DESCRIPTIONS,
+    **aggregates.DESCRIPTIONS,
 }
 TRANSACTIONLESS_MODES = ("alos",)
 # Pipelines whose instances write no `txn` history (only our kip447 processors do): black boxes
@@ -48,6 +49,7 @@ NEEDS_TRANSACTIONS = (
 )
 NEEDS_FINAL_SCAN = (
     *delivery.DESCRIPTIONS,
+    *aggregates.DESCRIPTIONS,
     "isolation.fractured-read",
     "isolation.aborted-offset-read",
 )
@@ -80,6 +82,8 @@ def check_run(spark: SparkSession, run_dir: Path, *, max_examples: int = 5) -> d
     if txns is not None:
         txns.unpersist()
     tallies.update(liveness.liveness_tallies(census, history.input_topic, max_examples))
+    if "aggregate.mismatch" in applicable:
+        tallies.update(aggregates.aggregate_tallies(history, census, max_examples))
 
     checks = {name: result(DESCRIPTIONS[name], tallies.get(name)) for name in applicable}
     if "fencing.zombie-write" in checks:
@@ -122,6 +126,8 @@ def _not_applicable(history: History, census: Census) -> dict[str, str]:
     if not census.has_final_committed:
         for name in NEEDS_FINAL_SCAN:
             reasons.setdefault(name, "the history has no final-committed scan")
+    if not census.end_rows_of("aggregate"):
+        reasons["aggregate.mismatch"] = "the pipeline keeps no aggregates (no aggregate rows)"
     if not census.end_rows_of("log-end"):
         reasons.setdefault(
             "isolation.aborted-offset-read", "the history has no end state (log-end rows)"

@@ -129,10 +129,17 @@ def signal_group(proc: ManagedProcess, sig: signal.Signals) -> bool:
 
 
 def wait_dead(proc: ManagedProcess, timeout: float, popen: subprocess.Popen | None = None) -> bool:
+    """True once the process is gone. For our own child, gone means reaped: a JVM's main
+    thread shows as a zombie in /proc while its other threads still exit, and its exit status
+    (which the supervisor records) is only there once the whole process has ended."""
     deadline = time.monotonic() + timeout
+    if popen is not None:
+        try:
+            popen.wait(max(0.0, timeout))
+        except subprocess.TimeoutExpired:
+            return False
+        return True
     while time.monotonic() < deadline:
-        if popen is not None:
-            popen.poll()  # reap our own child so it does not linger as a zombie
         if not proc.alive():
             return True
         time.sleep(0.05)

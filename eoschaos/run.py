@@ -189,6 +189,9 @@ def record_run(
     With `cluster` given (the pytest plugin's session cluster) the run uses it and leaves it
     running and healthy; otherwise it starts its own under run_dir/cluster and stops it.
     """
+    registry.prepare(
+        config.workload, cluster.dist.version if cluster else config.kafka_version, progress
+    )
     schedule = config.schedule()
     manifest: dict[str, Any] = {
         **asdict(config),

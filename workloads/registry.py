@@ -17,6 +17,8 @@ from workloads.harness.pipeline import PipelineConfig, PipelineWorkload
 from workloads.kip447.config import MODES as KIP447_MODES
 from workloads.kip447.config import Kip447Config
 from workloads.kip447.workload import Kip447Workload
+from workloads.streams import pipeline as streams
+from workloads.streams.build import build_streams_app
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,9 @@ KINDS = {
         ),
         WorkloadKind(
             "copier", copier.MODES, 0, "Kafka's TransactionalMessageCopier, one per partition"
+        ),
+        WorkloadKind(
+            "streams", streams.MODES, 2, "a stateful Kafka Streams app (re-key, aggregate, echo)"
         ),
         WorkloadKind("byo", byo.MODES, 3, "your own pipeline: --command, contract in docs/byo.md"),
     )
@@ -66,6 +71,13 @@ def check_options(name: str, mode: str, options: WorkloadOptions) -> None:
         raise EoschaosError(f"--command is for --workload byo, not {name}")
 
 
+def prepare(name: str, kafka_version: str, progress: Callable[[str], None]) -> None:
+    """Build what the workload runs before any cluster starts, so a failed build is bad input
+    that leaves nothing running."""
+    if name == "streams":
+        build_streams_app(kafka_version, progress)
+
+
 def instance_count(name: str, mode: str, partitions: int, asked: int | None) -> int:
     """The copier runs one process per partition (two in mode no-fencing): not a choice."""
     if name == "copier":
@@ -93,6 +105,9 @@ def build_workload(
         return Kip447Workload(kip447, bootstrap, run_dir, dist, progress)
     if config.workload == "copier":
         pipeline = copier.CopierPipeline(dist, config.mode, config.partitions)
+    elif config.workload == "streams":
+        app = build_streams_app(dist.version, progress)
+        pipeline = streams.StreamsPipeline(app, config.output_topic)
     elif config.workload == "byo":
         pipeline = byo.CommandPipeline(options.command or "")
     else:

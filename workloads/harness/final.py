@@ -11,9 +11,13 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
 from clusters.admin import run_tool
 from clusters.kafka_dist import KafkaDistribution
@@ -175,3 +179,55 @@ def record_end_state(
                 txn_id=row["TransactionalId"],
                 params=json.dumps(row, sort_keys=True),
             )
+
+
+AGGREGATES_WRITER = "end-aggregates"
+
+
+def record_aggregates(
+    bootstrap: str, run_dir: Path, topic: str, buckets: int, timeout: float
+) -> int:
+    """Writer `end-aggregates`: the last committed value of every key of an aggregate topic
+    (key = a decimal key, value = JSON), one `end` row f=`aggregate` each, with params
+    {"key", "buckets", "value"}. Read after the run settled, to the LSO. Returns the keys."""
+    admin = admin_for(bootstrap)
+    ends = end_offsets(admin, topic, committed=True)
+    latest: dict[str, tuple[int, int, Any]] = {}  # key -> (partition, offset, value)
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"eoschaos-aggregates-{uuid.uuid4().hex[:8]}",  # required, never used
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+            "log_level": 3,
+        }
+    )
+    consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in ends])
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            positions = {
+                tp.partition: tp.offset
+                for tp in consumer.position([TopicPartition(topic, p) for p in ends])
+            }
+            if all(positions.get(p, -1) >= end for p, end in ends.items() if end > 0):
+                break
+            for message in consumer.consume(500, 0.2):
+                if message.error() is None and message.key() is not None:
+                    value = json.loads(message.value())
+                    latest[message.key().decode()] = (message.partition(), message.offset(), value)
+    finally:
+        consumer.close()
+    with HistoryWriter(run_dir, AGGREGATES_WRITER) as history:
+        for key, (partition, offset, value) in sorted(latest.items()):
+            params = {"key": key, "buckets": buckets, "value": value}
+            history.record(
+                "end",
+                "ok",
+                "aggregate",
+                topic=topic,
+                partition=partition,
+                offset=offset,
+                params=json.dumps(params, sort_keys=True),
+            )
+    return len(latest)

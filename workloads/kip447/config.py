@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -69,6 +70,23 @@ class ProcessorConfig:
             seed=config.seed,
             abort_fraction=config.abort_fraction,
             session_timeout_ms=config.session_timeout_ms,
+        )
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> ProcessorConfig:
+        """Run as a bring-your-own pipeline (docs/byo.md): settings from the contract's
+        environment. Its own history then goes to the instance's state dir, out of the run's:
+        to the harness, a BYO pipeline is a black box."""
+        return cls(
+            bootstrap=env["EOSCHAOS_BOOTSTRAP_SERVERS"],
+            run_dir=env["EOSCHAOS_STATE_DIR"],
+            mode=env["EOSCHAOS_MODE"],
+            input_topic=env["EOSCHAOS_INPUT_TOPIC"],
+            output_topic=env["EOSCHAOS_OUTPUT_TOPIC"],
+            group=env["EOSCHAOS_GROUP_ID"],
+            seed=int(env["EOSCHAOS_INSTANCE"]),
+            abort_fraction=Kip447Config.abort_fraction,
+            session_timeout_ms=Kip447Config.session_timeout_ms,
         )
 
     def save(self, path: Path) -> None:

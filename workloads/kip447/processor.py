@@ -42,12 +42,25 @@ def _exit_with_supervisor(supervisor: int) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m workloads.kip447.processor")
-    parser.add_argument("config", type=Path)
-    parser.add_argument("instance", type=int)
-    parser.add_argument("incarnation", type=int)
+    parser.add_argument(
+        "--env",
+        action="store_true",
+        help="take everything from the EOSCHAOS_* environment of docs/byo.md (no arguments)",
+    )
+    parser.add_argument("config", type=Path, nargs="?")
+    parser.add_argument("instance", type=int, nargs="?")
+    parser.add_argument("incarnation", type=int, nargs="?")
     parser.add_argument("txn_id", nargs="?", help="transactional.id (not in mode alos)")
     args = parser.parse_args(argv)
-    config = ProcessorConfig.load(args.config)
+    if args.env:
+        config = ProcessorConfig.from_env(os.environ)
+        args.instance = int(os.environ["EOSCHAOS_INSTANCE"])
+        args.incarnation = int(os.environ["EOSCHAOS_INCARNATION"])
+        args.txn_id = os.environ.get("EOSCHAOS_TRANSACTIONAL_ID") or None
+    elif args.config is None or args.instance is None or args.incarnation is None:
+        parser.error("give CONFIG INSTANCE INCARNATION [TXN_ID], or --env")
+    else:
+        config = ProcessorConfig.load(args.config)
 
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -1,0 +1,59 @@
+"""Aggregates: a stateful pipeline's final per-key results equal those computed from its input.
+
+A Streams app that re-keys the input and keeps count, sum, min and max per key in a state store
+can lose or double updates without a single output record being duplicated: a replayed input
+counted twice changes a number, not a record. So its final aggregates (the last committed value
+per key, which the harness records as `end` rows f=`aggregate`) are compared with the same
+aggregates computed here from the final committed input scan: one small grouped pass, one row
+per key reaching the driver.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pyspark.sql import functions as F
+
+from checkers.census import FINAL_COMMITTED, Census
+from checkers.findings import Tally
+from checkers.history_io import History
+
+DESCRIPTIONS = {
+    "aggregate.mismatch": "A final aggregate of the pipeline (count, sum, min, max of the ids "
+    "per key) differs from the one computed from the committed input, or a key is missing.",
+}
+FIELDS = ("count", "sum", "min", "max")
+
+
+def aggregate_rows(census: Census) -> list[dict[str, Any]]:
+    """The recorded final aggregates: {"key", "buckets", "value": {count, sum, min, max}}."""
+    return [json.loads(row["params"]) for row in census.end_rows_of("aggregate")]
+
+
+def aggregate_tallies(history: History, census: Census, max_examples: int) -> dict[str, Tally]:
+    recorded = aggregate_rows(census)
+    buckets = {row["buckets"] for row in recorded}
+    if len(buckets) != 1:
+        raise ValueError(f"aggregate rows disagree on the number of keys: {sorted(buckets)}")
+    (bucket_count,) = buckets
+    expected = {
+        str(row["key"]): {name: row[name] for name in FIELDS}
+        for row in history.kind("read")
+        .filter((F.col("process") == FINAL_COMMITTED) & (F.col("topic") == history.input_topic))
+        .groupBy((F.col("id") % bucket_count).alias("key"))
+        .agg(
+            F.count("id").alias("count"),
+            F.sum("id").alias("sum"),
+            F.min("id").alias("min"),
+            F.max("id").alias("max"),
+        )
+        .collect()
+    }
+    actual = {str(row["key"]): row["value"] for row in recorded}
+    anomalies = []
+    for key in sorted(set(expected) | set(actual), key=lambda k: (len(k), k)):
+        want, got = expected.get(key), actual.get(key)
+        if want is None or got is None or any(got.get(f) != want[f] for f in FIELDS):
+            anomalies.append({"key": key, "expected": want, "actual": got})
+    return {"aggregate.mismatch": Tally(count=len(anomalies), examples=anomalies[:max_examples])}

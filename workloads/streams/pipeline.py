@@ -1,0 +1,49 @@
+"""The Kafka Streams app (workloads/streams/app) as a pipeline of the harness.
+
+Instances are JVMs of the app built against the cluster's own Kafka version. Besides the 1:1
+echo on the output topic, the app keeps count/sum/min/max of the ids per key (id mod BUCKETS)
+in a RocksDB store behind a repartition topic, and writes every update to the aggregate topic;
+after the run the last committed value of each key is recorded for aggregate.mismatch.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from workloads.harness.final import record_aggregates
+from workloads.harness.supervisor import Launch, Supervisor
+from workloads.streams.build import StreamsApp
+
+MODES = ("eos", "alos")  # processing.guarantee exactly_once_v2 / at_least_once
+BUCKETS = 10
+AGGREGATE_READ_TIMEOUT_S = 60.0
+
+
+def aggregate_topic(output_topic: str) -> str:
+    return f"{output_topic}-aggregates"
+
+
+class StreamsPipeline:
+    observer_isolation = "read_committed"
+    joins_group = True  # application.id is the group: faults wait for every instance
+
+    def __init__(self, app: StreamsApp, output_topic: str) -> None:
+        self._app = app
+        self._aggregates = aggregate_topic(output_topic)
+        self.extra_topics = (self._aggregates,)
+
+    def prepare(self, workload_dir: Path) -> None:
+        """Nothing to write: the app reads the environment."""
+
+    def launch(self, instance: int, incarnation: int, env: dict[str, str]) -> Launch:
+        extra = {"EOSCHAOS_AGGREGATE_TOPIC": self._aggregates, "EOSCHAOS_BUCKETS": str(BUCKETS)}
+        return Launch(self._app.command(), {**env, **extra})
+
+    def transactional_id(self, instance: int, incarnation: int) -> str | None:
+        return None  # Streams derives its transactional ids from application.id
+
+    def transactional_ids(self, supervisor: Supervisor) -> set[str] | None:
+        return None
+
+    def record_outputs(self, bootstrap: str, run_dir: Path) -> None:
+        record_aggregates(bootstrap, run_dir, self._aggregates, BUCKETS, AGGREGATE_READ_TIMEOUT_S)
