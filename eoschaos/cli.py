@@ -110,6 +110,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="seed the input with a non-idempotent, retrying producer (known-bad input)",
     )
     run.add_argument("--duration", type=float, default=30.0, help="workload seconds (default 30)")
+    run.add_argument(
+        "--start-timeout",
+        type=float,
+        default=60.0,
+        help="seconds the pipeline may take to show its first output (default 60)",
+    )
     run.add_argument("--seed", type=int, default=0, help="seed of the schedule and the workload")
     run.add_argument("--records", type=_positive_int, default=20000, help="input records")
     run.add_argument(
@@ -301,6 +307,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         partitions=args.partitions,
         command=args.pipeline_command,
         id_from=args.id_from,
+        start_timeout=args.start_timeout,
         kafka_version=version,
         backend=args.backend,
         image=args.image,

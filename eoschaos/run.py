@@ -37,7 +37,6 @@ from workloads.harness.reader import IdSource
 BACKENDS = ("process", "containers")
 CATCH_UP_TIMEOUT_S = 90.0
 SCHEDULE_OVERRUN_S = 120.0
-GROUP_JOIN_TIMEOUT_S = 60.0
 VERDICT_FILE = "verdict.json"
 SCHEDULE_FILE = "schedule.json"  # the run's resolved schedule, replayable with --schedule
 REPORT_FILE = "report.html"
@@ -68,6 +67,7 @@ class RunConfig:
     group: str = ""  # default: eoschaos-<workload>
     command: str | None = None  # --workload byo: the line that starts one instance
     id_from: str = "key"  # where output records name their source id (docs/byo.md)
+    start_timeout: float = 60.0  # seconds the pipeline may take to show output, before faults
 
     def __post_init__(self) -> None:
         self.group = self.group or f"eoschaos-{self.workload}"
@@ -86,6 +86,8 @@ class RunConfig:
             raise EoschaosError(
                 f"unknown backend {self.backend!r}; choose from {', '.join(BACKENDS)}"
             )
+        if self.start_timeout <= 0:
+            raise EoschaosError(f"--start-timeout must be > 0 seconds, got {self.start_timeout:g}")
         if self.duration <= 0:
             raise EoschaosError(f"--duration must be > 0 seconds, got {self.duration:g}")
         if self.schedule_events is not None:
@@ -276,7 +278,7 @@ def _drive(
         workload.setup()
         workload.start()
         try:
-            workload.wait_running(timeout=GROUP_JOIN_TIMEOUT_S)
+            workload.wait_running(timeout=config.start_timeout)
         except WorkloadFailed as exc:
             raise EoschaosError(str(exc)) from exc
         t0 = time.monotonic()

@@ -115,6 +115,12 @@ def test_zero_brokers_is_a_usage_error(eoschaos):
         (["--faults", "kill,meteor"], "unknown fault 'meteor'; choose from kill"),
         (["--duration", "-5"], "--duration must be > 0 seconds"),
         (["--duration", "8", "--faults", "zombie"], "leaves no room for the faults"),
+        (["--workload", "byo"], "--workload byo needs --command"),
+        (["--command", "true"], "--command is for --workload byo, not kip447"),
+        (["--workload", "copier", "--instances", "2"], "copier runs 6 instances for 6 partitions"),
+        (["--id-from", "body"], "--id-from 'body' is not key, header:NAME or json:PATH"),
+        (["--workload", "streams", "--mode", "x"], "unknown mode 'x' for streams"),
+        (["--start-timeout", "0"], "--start-timeout must be > 0 seconds"),
     ],
 )
 def test_bad_run_arguments_are_refused_before_anything_starts(tmp_path, eoschaos, args, phrase):
@@ -177,3 +183,35 @@ def test_run_refuses_a_non_empty_run_dir_and_leaves_it_alone(tmp_path, eoschaos)
 
 def test_check_refuses_a_directory_that_is_not_a_run(tmp_path, eoschaos):
     assert_clear_error(eoschaos("check", str(tmp_path)), "is not an eoschaos run directory")
+
+
+def assert_run_stopped(result: subprocess.CompletedProcess[str], run_dir: Path, *phrases: str):
+    """A run that started and then stopped on bad input: exit 2, the last line names the
+    problem, the cluster is torn down and the history so far is kept."""
+    assert result.returncode == 2, result.stderr[-3000:]
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("eoschaos: error: "), last
+    for phrase in phrases:
+        assert phrase in last, last
+    assert processes.still_alive(run_dir / "cluster" / "pids") == []
+    assert processes.still_alive(run_dir / "workload" / "pids") == []
+    assert (run_dir / "history" / "seeder.jsonl").exists()
+
+
+@pytest.mark.cluster
+def test_a_byo_command_that_exits_at_once_stops_the_run_naming_its_log(tmp_path, eoschaos):
+    out = tmp_path / "run"
+    result = eoschaos(
+        "run", "--out", str(out), "--workload", "byo", "--command", "echo no such jar; exit 3"
+    )
+    log = out / "workload" / "processor-0.0.log"
+    assert_run_stopped(result, out, "workload byo: instance", "status 3", f"read {out}/workload/")
+    assert "no such jar" in log.read_text()
+
+
+@pytest.mark.cluster
+def test_a_byo_command_that_never_reads_its_input_stops_the_run(tmp_path, eoschaos):
+    out = tmp_path / "run"
+    args = ["--workload", "byo", "--command", "sleep 600", "--start-timeout", "10"]
+    result = eoschaos("run", "--out", str(out), *args)
+    assert_run_stopped(result, out, "workload byo wrote no output", "read", "processor-0.0.log")

@@ -1,12 +1,14 @@
 """End to end on a real cluster: the correct pipeline passes under faults, each known-bad mode
 fails with the anomaly it must show. One test per property, so JUnit shows which one broke.
 
-The short set here runs in CI; `tests/test_reliability.py` (`pytest -m chaos`) repeats the
-scenarios over many seeds and reports the rates.
+The short set here runs in CI: every kip447 property, and each other workload's correct mode.
+The other workloads' known-bad modes are marked chaos (nightly, `pytest -m chaos`), and
+`tests/test_reliability.py` repeats the scenarios over many seeds and reports the rates.
 """
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +39,9 @@ EVERY_CHECK = (
     "isolation.fractured-read",
     "fencing.zombie-write",
 )
+# A pipeline that writes no transaction history of its own is judged by offsets and ids.
+BLACK_BOX = (*TRANSACTIONAL, "delivery.duplicate", "isolation.aborted-offset-read")
+BYO_KIP447 = f"{sys.executable} -m workloads.kip447.processor --env"
 
 
 @dataclass(frozen=True)
@@ -47,6 +52,7 @@ class Scenario:
     must_fail_one_of: tuple[str, ...] = ()  # at least one of these FAILs
     must_pass: tuple[str, ...] = field(default=ALWAYS)
     fences: bool = False  # a zombie or twin is fenced: rejected attempts must be in the history
+    nightly: bool = False  # only under `pytest -m chaos`
 
     @property
     def correct(self) -> bool:
@@ -101,6 +107,44 @@ SCENARIOS = [
         must_pass=(*TRANSACTIONAL, "delivery.duplicate", "fencing.zombie-write"),
     ),
 ]
+SCENARIOS += [
+    Scenario(
+        "streams-eos-kill-crash",
+        {"workload": "streams", "faults": "kill,crash", "duration": 30, "records": 6000},
+        must_pass=(*BLACK_BOX, "aggregate.mismatch"),
+    ),
+    Scenario(
+        "streams-alos-crash",
+        {"workload": "streams", "mode": "alos", "faults": "crash", "duration": 25},
+        must_fail=("delivery.duplicate", "aggregate.mismatch"),
+        must_pass=ALWAYS,
+        nightly=True,
+    ),
+    Scenario(
+        "copier-eos-kill-crash",
+        {"workload": "copier", "partitions": 3, "faults": "kill,crash", "duration": 30},
+        must_pass=BLACK_BOX,
+    ),
+    Scenario(
+        "copier-no-fencing",
+        {"workload": "copier", "mode": "no-fencing", "partitions": 3, "duration": 20},
+        must_fail=("delivery.duplicate",),
+        must_pass=ALWAYS,
+        nightly=True,
+    ),
+    Scenario(
+        "byo-kip447-crash",
+        {"workload": "byo", "command": BYO_KIP447, "faults": "crash", "duration": 25},
+        must_pass=BLACK_BOX,
+    ),
+    Scenario(
+        "byo-kip447-alos-crash",
+        {"workload": "byo", "command": BYO_KIP447, "mode": "alos", "faults": "kill,crash"},
+        must_fail=("delivery.duplicate",),
+        must_pass=ALWAYS,
+        nightly=True,
+    ),
+]
 BY_NAME = {scenario.name: scenario for scenario in SCENARIOS}
 _verdicts: dict[str, dict[str, Any] | Exception] = {}
 
@@ -123,13 +167,22 @@ def verdict_of(eoschaos_run):
     return verdict
 
 
+def _case(scenario: Scenario, *values: Any, id: str | None = None) -> Any:
+    marks = [pytest.mark.chaos] if scenario.nightly else []
+    return pytest.param(scenario.name, *values, id=id or scenario.name, marks=marks)
+
+
+def _scenarios(wanted: Any = lambda _scenario: True) -> list[Any]:
+    return [_case(scenario) for scenario in SCENARIOS if wanted(scenario)]
+
+
 def _expectations() -> list[Any]:
     cases = []
     for scenario in SCENARIOS:
         for check in scenario.must_fail:
-            cases.append(pytest.param(scenario.name, check, "FAIL", id=f"{scenario.name}-{check}"))
+            cases.append(_case(scenario, check, "FAIL", id=f"{scenario.name}-{check}"))
         for check in scenario.must_pass:
-            cases.append(pytest.param(scenario.name, check, "PASS", id=f"{scenario.name}-{check}"))
+            cases.append(_case(scenario, check, "PASS", id=f"{scenario.name}-{check}"))
     return cases
 
 
@@ -145,20 +198,20 @@ def test_property(verdict_of, scenario, check, expected):
         assert result["count"] > 0 and result["examples"], "a FAIL must show its records"
 
 
-@pytest.mark.parametrize("scenario", [s.name for s in SCENARIOS if s.must_fail_one_of])
+@pytest.mark.parametrize("scenario", _scenarios(lambda s: s.must_fail_one_of))
 def test_known_bad_mode_shows_one_of_its_anomalies(verdict_of, scenario):
     verdict = verdict_of(scenario)
     failed = {name for name, check in verdict["checks"].items() if check["verdict"] == "FAIL"}
     assert failed & set(BY_NAME[scenario].must_fail_one_of), verdict["report"]
 
 
-@pytest.mark.parametrize("scenario", [s.name for s in SCENARIOS if s.fences])
+@pytest.mark.parametrize("scenario", _scenarios(lambda s: s.fences))
 def test_the_fenced_instance_attempts_are_visible_as_rejected(verdict_of, scenario):
     fencing = verdict_of(scenario)["checks"]["fencing.zombie-write"]
     assert fencing["counts"]["rejected_attempts"] > 0, fencing
 
 
-@pytest.mark.parametrize("scenario", [s.name for s in SCENARIOS])
+@pytest.mark.parametrize("scenario", _scenarios())
 def test_overall_verdict_and_artifacts(verdict_of, scenario):
     verdict = verdict_of(scenario)
     expected = "PASS" if BY_NAME[scenario].correct else "FAIL"
