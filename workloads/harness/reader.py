@@ -171,10 +171,12 @@ class TopicReader:
     def _record(self, message: Message) -> None:
         fields: dict[str, Any] = lineage_fields(message.headers())  # eoschaos.src.id first
         named_by = self._output_ids
-        if named_by is not None and message.topic() == named_by[0]:
+        if "id" in fields:
+            record_id = fields["id"]
+        elif named_by is not None and message.topic() == named_by[0]:
             record_id = named_by[1].extract(message)
         else:
-            record_id = fields.get("id", _decimal(message.key()))
+            record_id = _decimal(message.key())
         if record_id is not None:
             fields["id"] = record_id
         if self._seen is not None and "id" in fields:
