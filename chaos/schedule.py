@@ -113,7 +113,12 @@ def parse_faults(text: str) -> list[str]:
 
 
 def _random_target(
-    rng: random.Random, fault: str, brokers: list[int], instances: int, partitions: int
+    rng: random.Random,
+    fault: str,
+    brokers: list[int],
+    instances: int,
+    partitions: int,
+    transactions: bool,
 ) -> str:
     scope = CATALOGUE[fault].scope
     if scope == "cluster":
@@ -125,6 +130,8 @@ def _random_target(
         return f"broker:{rng.choice(brokers)}"
     if kind == "leader":
         return f"leader:input/{rng.randrange(partitions)}"
+    if kind == "coordinator" and not transactions:
+        return "group-coordinator"  # no transactional.id to find a coordinator by
     return kind
 
 
@@ -137,9 +144,13 @@ def random_schedule(
     *,
     intensity: str = "normal",
     partitions: int = 6,
+    transactions: bool = True,
 ) -> list[FaultEvent]:
     """Faults one after another, cycling through `faults` in a seeded order, with seeded
     targets and gaps (by `intensity`), all ending before the workload's quiet tail.
+
+    `transactions`: whether the workload has a transactional.id the nemesis can find the
+    transaction coordinator by; without one, `coordinator` is drawn as `group-coordinator`.
 
     A fault too long for the time left is dropped from the cycle (it would not fit later
     either), so the others still get their turns.
@@ -162,7 +173,7 @@ def random_schedule(
         event = FaultEvent(
             at,
             fault,
-            _random_target(rng, fault, brokers, instances, partitions),
+            _random_target(rng, fault, brokers, instances, partitions, transactions),
             spec.duration,
             dict(spec.params),
         )

@@ -142,6 +142,7 @@ class RunConfig:
             self.instance_count(),
             intensity=self.intensity,
             partitions=self.partitions,
+            transactions=registry.has_transactional_ids(self.workload, self.mode),
         )
 
     def workload_config(self) -> PipelineConfig:

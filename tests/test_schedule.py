@@ -473,3 +473,19 @@ def test_the_docs_table_lists_every_fault_with_its_default_duration():
     docs = (Path(__file__).parents[1] / "docs" / "schedules.md").read_text()
     for spec in CATALOGUE.values():
         assert f"| `{spec.name}` | {spec.scope} | {spec.duration:g} s |" in docs, spec.name
+
+
+def test_a_workload_without_transactions_gets_no_coordinator_target():
+    brokers = [1, 2, 3]
+    for seed in range(40):
+        events = random_schedule(["latency"], 120, seed, brokers, 3, transactions=False)
+        assert all(event.target != "coordinator" for event in events)
+
+
+def test_a_transactional_workload_gets_coordinator_targets_for_ack_delays():
+    targets = {
+        event.target
+        for seed in range(40)
+        for event in random_schedule(["latency"], 120, seed, [1, 2, 3], 3)
+    }
+    assert "coordinator" in targets

@@ -71,6 +71,13 @@ def check_options(name: str, mode: str, options: WorkloadOptions) -> None:
         raise EoschaosError(f"--command is for --workload byo, not {name}")
 
 
+def has_transactional_ids(name: str, mode: str) -> bool:
+    """Whether instances run with a transactional.id eoschaos assigns (so the nemesis can
+    find their transaction coordinator): not Streams (it derives its own), not without
+    transactions."""
+    return name != "streams" and mode != "alos"
+
+
 def prepare(name: str, kafka_version: str, progress: Callable[[str], None]) -> None:
     """Build what the workload runs before any cluster starts, so a failed build is bad input
     that leaves nothing running."""
