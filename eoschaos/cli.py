@@ -196,6 +196,8 @@ def cmd_install(args: argparse.Namespace) -> int:
 
     from clusters import kafka_dist, toxiproxy
     from clusters.process_backend import build_class_archive
+    from workloads.spark.connector import connector_jars
+    from workloads.streams.build import build_streams_app
 
     binary = toxiproxy.server_binary()
     print(f"Toxiproxy {toxiproxy.TOXIPROXY_VERSION}: {binary}", flush=True)
@@ -206,7 +208,15 @@ def cmd_install(args: argparse.Namespace) -> int:
             print(f"Kafka {dist.version}: recording the broker class archive (once)", flush=True)
             with tempfile.TemporaryDirectory(prefix="eoschaos-cds-") as work:
                 build_class_archive(dist, binary, Path(work))
+        app = build_streams_app(dist.version, _say)
+        print(f"Kafka {dist.version}: Streams workload app in {app.home}", flush=True)
+    jars = connector_jars(progress=_say)
+    print(f"Spark Kafka connector: {len(jars)} jars in {jars[0].parent}", flush=True)
     return EXIT_OK
+
+
+def _say(message: str) -> None:
+    print(message, flush=True)
 
 
 def cmd_cluster(args: argparse.Namespace) -> int:

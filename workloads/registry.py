@@ -17,6 +17,8 @@ from workloads.harness.pipeline import PipelineConfig, PipelineWorkload
 from workloads.kip447.config import MODES as KIP447_MODES
 from workloads.kip447.config import Kip447Config
 from workloads.kip447.workload import Kip447Workload
+from workloads.spark import pipeline as spark
+from workloads.spark.connector import connector_jars
 from workloads.streams import pipeline as streams
 from workloads.streams.build import build_streams_app
 
@@ -34,6 +36,9 @@ KINDS = {
     for kind in (
         WorkloadKind(
             "kip447", KIP447_MODES, 3, "our port of Kafka's KIP-447 consume-transform-produce"
+        ),
+        WorkloadKind(
+            "spark", spark.MODES, 1, "a Spark Structured Streaming job, driver restarted on crash"
         ),
         WorkloadKind(
             "copier", copier.MODES, 0, "Kafka's TransactionalMessageCopier, one per partition"
@@ -83,6 +88,8 @@ def prepare(name: str, kafka_version: str, progress: Callable[[str], None]) -> N
     that leaves nothing running."""
     if name == "streams":
         build_streams_app(kafka_version, progress)
+    if name == "spark":
+        connector_jars(progress=progress)
 
 
 def instance_count(name: str, mode: str, partitions: int, asked: int | None) -> int:
@@ -115,6 +122,8 @@ def build_workload(
     elif config.workload == "streams":
         app = build_streams_app(dist.version, progress)
         pipeline = streams.StreamsPipeline(app, config.output_topic)
+    elif config.workload == "spark":
+        pipeline = spark.SparkPipeline(config.mode)
     elif config.workload == "byo":
         pipeline = byo.CommandPipeline(options.command or "")
     else:
