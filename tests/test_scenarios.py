@@ -41,6 +41,13 @@ EVERY_CHECK = (
 )
 # A pipeline that writes no transaction history of its own is judged by offsets and ids.
 BLACK_BOX = (*TRANSACTIONAL, "delivery.duplicate", "isolation.aborted-offset-read")
+
+
+# Spark keeps its source offsets in its checkpoint: no group offsets to judge.
+def without_group_offsets(checks: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(check for check in checks if check != "liveness.group-offsets")
+
+
 BYO_KIP447 = f"{sys.executable} -m workloads.kip447.processor --env"
 
 
@@ -118,6 +125,18 @@ SCENARIOS += [
         {"workload": "streams", "mode": "alos", "faults": "crash", "duration": 25},
         must_fail=("delivery.duplicate", "aggregate.mismatch"),
         must_pass=ALWAYS,
+        nightly=True,
+    ),
+    Scenario(
+        "spark-eos-kill-crash",
+        {"workload": "spark", "faults": "kill,crash", "duration": 30, "records": 4000},
+        must_pass=without_group_offsets(BLACK_BOX),
+    ),
+    Scenario(
+        "spark-alos-crash",
+        {"workload": "spark", "mode": "alos", "faults": "crash", "duration": 30, "records": 4000},
+        must_fail=("delivery.duplicate",),
+        must_pass=without_group_offsets(ALWAYS),
         nightly=True,
     ),
     Scenario(
