@@ -113,8 +113,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--start-timeout",
         type=float,
-        default=60.0,
-        help="seconds the pipeline may take to show its first output (default 60)",
+        default=None,
+        help="seconds the pipeline may take to show its first output (default 60; spark 180)",
     )
     run.add_argument("--seed", type=int, default=0, help="seed of the schedule and the workload")
     run.add_argument("--records", type=_positive_int, default=20000, help="input records")

@@ -67,7 +67,7 @@ class RunConfig:
     group: str = ""  # default: eoschaos-<workload>
     command: str | None = None  # --workload byo: the line that starts one instance
     id_from: str = "key"  # where output records name their source id (docs/byo.md)
-    start_timeout: float = 60.0  # seconds the pipeline may take to show output, before faults
+    start_timeout: float | None = None  # seconds until first output (None: the workload's)
 
     def __post_init__(self) -> None:
         self.group = self.group or f"eoschaos-{self.workload}"
@@ -86,6 +86,8 @@ class RunConfig:
             raise EoschaosError(
                 f"unknown backend {self.backend!r}; choose from {', '.join(BACKENDS)}"
             )
+        if self.start_timeout is None:
+            self.start_timeout = registry.KINDS[self.workload].start_timeout_s
         if self.start_timeout <= 0:
             raise EoschaosError(f"--start-timeout must be > 0 seconds, got {self.start_timeout:g}")
         if self.duration <= 0:

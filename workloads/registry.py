@@ -29,6 +29,7 @@ class WorkloadKind:
     modes: tuple[str, ...]  # the first is the correct one
     default_instances: int
     summary: str
+    start_timeout_s: float = 60.0  # until first output, before faults (a Spark driver is slow)
 
 
 KINDS = {
@@ -38,7 +39,11 @@ KINDS = {
             "kip447", KIP447_MODES, 3, "our port of Kafka's KIP-447 consume-transform-produce"
         ),
         WorkloadKind(
-            "spark", spark.MODES, 1, "a Spark Structured Streaming job, driver restarted on crash"
+            "spark",
+            spark.MODES,
+            1,
+            "a Spark Structured Streaming job, driver restarted on crash",
+            start_timeout_s=180.0,
         ),
         WorkloadKind(
             "copier", copier.MODES, 0, "Kafka's TransactionalMessageCopier, one per partition"
