@@ -268,13 +268,13 @@ def last_committed_marker(config: JobConfig) -> int:
     )
     try:
         partition = TopicPartition(config.marker_topic, 0)
-        low, high = consumer.get_watermark_offsets(partition, timeout=MARKER_READ_TIMEOUT_S)
+        deadline = time.monotonic() + MARKER_READ_TIMEOUT_S
+        low, high = _watermarks(consumer, partition, deadline)
         last = -1
         if high <= low:
             return last
         consumer.assign([TopicPartition(config.marker_topic, 0, low)])
         key = config.transactional_id.encode()
-        deadline = time.monotonic() + MARKER_READ_TIMEOUT_S
         # The position passes the end only after the commit marker: control records advance it.
         while consumer.position([partition])[0].offset < high:
             if time.monotonic() > deadline:
@@ -285,6 +285,21 @@ def last_committed_marker(config: JobConfig) -> int:
         return last
     finally:
         consumer.close()
+
+
+def _watermarks(consumer: Consumer, partition: TopicPartition, deadline: float) -> tuple[int, int]:
+    """The partition's low and high watermarks, once its (maybe just created) topic is known.
+
+    Right after creation, the broker asked may not know the topic yet.
+    """
+    while True:
+        try:
+            return consumer.get_watermark_offsets(partition, timeout=10)
+        except KafkaException as exc:
+            unknown = (KafkaError._UNKNOWN_PARTITION, KafkaError.UNKNOWN_TOPIC_OR_PART)
+            if exc.args[0].code() not in unknown or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
 
 
 class BatchPrinter(StreamingQueryListener):
