@@ -119,8 +119,7 @@ def build_workload(
     progress: Callable[[str], None],
 ) -> PipelineWorkload:
     if config.workload == "kip447":
-        shared = {f.name for f in fields(Kip447Config)} & {f.name for f in fields(config)}
-        kip447 = Kip447Config(**{name: getattr(config, name) for name in shared})
+        kip447 = Kip447Config(**{f.name: getattr(config, f.name) for f in fields(config)})
         return Kip447Workload(kip447, bootstrap, run_dir, dist, progress)
     if config.workload == "copier":
         pipeline = copier.CopierPipeline(dist, config.mode, config.partitions)

@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from workloads.harness.pipeline import PipelineConfig
+
 MODES = ("eos", "alos", "no-fencing", "read-uncommitted")
 TRANSACTIONAL_MODES = ("eos", "no-fencing", "read-uncommitted")
 
@@ -25,19 +27,12 @@ EXIT_HUNG = 5  # a client call blocked past its timeout; the supervisor replaces
 
 
 @dataclass
-class Kip447Config:
-    mode: str = "eos"  # eos | alos | no-fencing | read-uncommitted
-    records: int = 20000
-    partitions: int = 6
-    instances: int = 3
-    seed: int = 0
-    seed_seconds: float = 20.0
+class Kip447Config(PipelineConfig):
+    """A run's settings (mode: eos | alos | no-fencing | read-uncommitted) plus the
+    processors' own."""
+
     abort_fraction: float = 0.1
     session_timeout_ms: int = 6000
-    input_topic: str = "input-topic"
-    output_topic: str = "output-topic"
-    group: str = "eoschaos-kip447"
-    non_idempotent_seeder: bool = False
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:

@@ -18,11 +18,10 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from dataclasses import fields
 from pathlib import Path
 
 from clusters.kafka_dist import KafkaDistribution
-from workloads.harness.pipeline import PipelineConfig, PipelineWorkload, progress_to_stderr
+from workloads.harness.pipeline import PipelineWorkload, progress_to_stderr
 from workloads.harness.supervisor import Launch, Supervisor
 from workloads.kip447.config import MODES, Kip447Config, ProcessorConfig, transactional_id
 
@@ -71,9 +70,8 @@ class Kip447Workload(PipelineWorkload):
         dist: KafkaDistribution,
         progress: Callable[[str], None] = progress_to_stderr,
     ) -> None:
-        shared = {f.name for f in fields(PipelineConfig)} & {f.name for f in fields(config)}
         super().__init__(
-            PipelineConfig(workload="kip447", **{name: getattr(config, name) for name in shared}),
+            config,
             Kip447Pipeline(config, bootstrap, run_dir),
             bootstrap,
             run_dir,
