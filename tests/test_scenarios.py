@@ -134,7 +134,16 @@ SCENARIOS += [
     ),
     Scenario(
         "spark-alos-crash",
-        {"workload": "spark", "mode": "alos", "faults": "crash", "duration": 30, "records": 4000},
+        # A restarted driver takes ~30 s to its first batch: crashes well apart, input flowing
+        # for long enough that each aimed crash finds a batch in flight.
+        {
+            "workload": "spark",
+            "mode": "alos",
+            "faults": "crash",
+            "intensity": "low",
+            "duration": 80,
+            "records": 8000,
+        },
         must_fail=("delivery.duplicate",),
         must_pass=without_group_offsets(ALWAYS),
         nightly=True,

@@ -41,3 +41,6 @@ class CommandPipeline:
 
     def record_outputs(self, bootstrap: str, run_dir: Path) -> None:
         """Nothing beyond the output topic."""
+
+    def in_crash_window(self, state_dir: Path, since: float) -> bool:
+        return True  # any moment will do

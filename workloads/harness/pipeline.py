@@ -43,6 +43,8 @@ OBSERVER_DRAIN_TIMEOUT_S = 60.0
 SCAN_TIMEOUT_S = 120.0
 SETTLE_TIMEOUT_S = 30.0  # transaction.timeout.ms (20 s) plus time to write the abort markers
 PROGRESS_INTERVAL_S = 5.0
+CRASH_AIM_TIMEOUT_S = 60.0  # then the crash lands wherever the instance is
+CRASH_AIM_STEP_S = 0.05
 TOPIC_READY_TIMEOUT_S = 30.0
 
 
@@ -91,6 +93,12 @@ class Pipeline(Protocol):
 
     def record_outputs(self, bootstrap: str, run_dir: Path) -> None:
         """Record pipeline-specific end rows (e.g. a Streams app's aggregates)."""
+
+    def in_crash_window(self, state_dir: Path, since: float) -> bool:
+        """Asked while the instance is frozen: is this a moment a crash tests something? A
+        pipeline whose interesting window is narrow (Spark: between a batch's write and its
+        commit-log entry) says no until it is in it; the others always say yes. `since`: when
+        the running incarnation started (wall clock)."""
 
 
 def progress_to_stderr(message: str) -> None:
@@ -184,7 +192,7 @@ class PipelineWorkload:
     def instance_env(self, instance: int, incarnation: int, txn_id: str | None) -> dict[str, str]:
         """The environment of docs/byo.md for one instance process."""
         config = self.config
-        state_dir = self.workload_dir / "state" / f"instance-{instance}"
+        state_dir = self.state_dir(instance)
         state_dir.mkdir(parents=True, exist_ok=True)
         return {
             **os.environ,
@@ -232,7 +240,22 @@ class PipelineWorkload:
         return self._running_supervisor().instance_pid(instance)
 
     def kill_instance(self, instance: int) -> None:
-        self._running_supervisor().kill_instance(instance)
+        """kill -9, aimed: the instance is frozen and looked at until it is inside its crash
+        window (or CRASH_AIM_TIMEOUT_S passed), and killed there."""
+        supervisor = self._running_supervisor()
+        state_dir = self.state_dir(instance)
+        since = next(i.started for i in supervisor.instances() if i.instance == instance)
+        deadline = time.monotonic() + CRASH_AIM_TIMEOUT_S
+        while True:
+            supervisor.pause_instance(instance)
+            if self.pipeline.in_crash_window(state_dir, since) or time.monotonic() > deadline:
+                break
+            supervisor.resume_instance(instance)
+            time.sleep(CRASH_AIM_STEP_S)
+        supervisor.kill_instance(instance)
+
+    def state_dir(self, instance: int) -> Path:
+        return self.workload_dir / "state" / f"instance-{instance}"
 
     def pause_instance(self, instance: int) -> None:
         self._running_supervisor().pause_instance(instance)

@@ -59,6 +59,7 @@ class InstanceInfo:
     incarnation: int
     txn_id: str | None
     pid: int
+    started: float = 0.0  # wall clock (epoch seconds) of the process start
 
 
 @dataclass
@@ -200,7 +201,7 @@ class Supervisor:
             self.pid_dir,
             env=launch.env,
         )
-        info = InstanceInfo(instance, incarnation, txn_id, popen.pid)
+        info = InstanceInfo(instance, incarnation, txn_id, popen.pid, time.time())
         with self._lock:
             self._started_at[name] = time.monotonic()
             if twin:
