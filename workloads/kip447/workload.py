@@ -60,6 +60,9 @@ class Kip447Pipeline:
     def record_outputs(self, bootstrap: str, run_dir: Path) -> None:
         """Nothing beyond the output topic: every output record is 1:1 with an input."""
 
+    def in_crash_window(self, state_dir: Path, since: float) -> bool:
+        return True  # any moment will do
+
 
 class Kip447Workload(PipelineWorkload):
     def __init__(
@@ -78,6 +81,3 @@ class Kip447Workload(PipelineWorkload):
             dist,
             progress,
         )
-
-    def in_crash_window(self, state_dir: Path, since: float) -> bool:
-        return True  # any moment will do
