@@ -87,7 +87,18 @@ SCENARIOS = [
     ),
     Scenario(
         "eos-catalogue",
-        {"mode": "eos", "faults": "bounce,partition,latency,twin", "duration": 45},
+        # The twin first: it fences only if the live instance still has input to transact on
+        # (a twin after the last input record fences an instance that never writes again).
+        {
+            "mode": "eos",
+            "schedule": [
+                FaultEvent(3.0, "twin", "instance:0", 8.0, {}),
+                FaultEvent(14.0, "bounce", "broker:random", 6.0, {}),
+                FaultEvent(24.0, "partition", "broker:random", 6.0, {"mode": "silent"}),
+                FaultEvent(33.0, "latency", "coordinator", 6.0, {"latency_ms": 500}),
+            ],
+            "duration": 45,
+        },
         must_pass=EVERY_CHECK,
         fences=True,
     ),
