@@ -20,6 +20,7 @@ Every instance gets the environment of docs/byo.md. Everything started is stoppe
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -102,8 +103,6 @@ class Pipeline(Protocol):
 
 
 def progress_to_stderr(message: str) -> None:
-    import sys
-
     print(f"[workload] {message}", file=sys.stderr, flush=True)
 
 
