@@ -36,13 +36,13 @@ class Observer(threading.Thread):
         super().__init__(name=WRITER, daemon=True)
         self._topic = topic
         self._progress = progress
-        self._admin = admin_for(bootstrap)
+        self._bootstrap_servers = bootstrap
         self._history = HistoryWriter(run_dir, WRITER)
         self._seen = IdSet(track_ids)
         self._reader = TopicReader(
             bootstrap,
             self._history,
-            {topic: partition_ids(self._admin, topic)},
+            {topic: partition_ids(admin_for(bootstrap), topic)},
             isolation,
             seen=self._seen,
             output_ids=(topic, id_source),
@@ -72,7 +72,8 @@ class Observer(threading.Thread):
             while not self._stop_requested.is_set():
                 self._reader.poll()
             committed = self._reader.isolation == "read_committed"
-            ends = end_offsets(self._admin, self._topic, committed=committed)
+            # an admin handle only for this: one held for the run would outlive the cluster
+            ends = end_offsets(admin_for(self._bootstrap_servers), self._topic, committed=committed)
             self.targets = {(self._topic, p): end for p, end in ends.items()}
             self.reached = self._reader.drain(self.targets, self._drain_timeout, self._progress)
             short = {pos: end for pos, end in self.targets.items() if self.reached[pos] < end}

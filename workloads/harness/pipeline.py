@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from confluent_kafka.admin import NewTopic
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from clusters import admin
 from clusters.kafka_dist import KafkaDistribution
@@ -122,7 +122,7 @@ class PipelineWorkload:
         self.run_dir = Path(run_dir)
         self.dist = dist
         self._progress = progress
-        self._admin = admin_for(bootstrap)
+        self._admin_client: AdminClient | None = admin_for(bootstrap)
         self._seeder: Seeder | None = None
         self._supervisor: Supervisor | None = None
         self._observer: Observer | None = None
@@ -413,6 +413,15 @@ class PipelineWorkload:
             self._observer.stop(drain_timeout=0)
         if self._seeder is not None:
             self._seeder.stop()
+        # An AdminClient has no close(): dropping it destroys the handle, which would otherwise
+        # keep reconnecting to the stopped cluster and log every refusal after the run's end.
+        self._admin_client = None
+
+    @property
+    def _admin(self) -> AdminClient:
+        if self._admin_client is None:
+            raise RuntimeError("the workload is closed")
+        return self._admin_client
 
     def _wait_topic_known(self, topic: str, timeout: float) -> None:
         """A just-created topic can be missing from a broker's metadata for a moment; every

@@ -68,7 +68,7 @@ class Seeder(threading.Thread):
         non_idempotent: bool = False,
     ) -> None:
         super().__init__(name=WRITER, daemon=True)
-        self._producer = Producer(seeder_producer_config(bootstrap, non_idempotent))
+        self._producer_config = seeder_producer_config(bootstrap, non_idempotent)
         self._history = HistoryWriter(run_dir, WRITER)
         self._topic = topic
         self._partitions = partitions
@@ -95,14 +95,17 @@ class Seeder(threading.Thread):
             self.join()
 
     def run(self) -> None:
+        # The producer lives exactly as long as this thread: a handle left behind keeps
+        # reconnecting to a stopped cluster, logging every refusal after the run has ended.
+        producer = Producer(self._producer_config)
         try:
-            self._send_all()
+            self._send_all(producer)
             while not self._all_reported.is_set() and not self._stop_requested.is_set():
-                self._producer.poll(0.1)
+                producer.poll(0.1)
         except Exception as exc:  # kept for stop()'s caller: the input is short
             self.failure = exc
         finally:
-            self._producer.flush(STOP_FLUSH_TIMEOUT_S)
+            producer.flush(STOP_FLUSH_TIMEOUT_S)
             with self._lock:
                 for record_id in sorted(self._unreported):
                     self._history.record(
@@ -116,7 +119,7 @@ class Seeder(threading.Thread):
                     )
             self._history.close()
 
-    def _send_all(self) -> None:
+    def _send_all(self, producer: Producer) -> None:
         start = time.monotonic()
         interval = self._seconds / max(1, self._records)
         for record_id in range(self._records):
@@ -124,14 +127,14 @@ class Seeder(threading.Thread):
                 wait = start + record_id * interval - time.monotonic()
                 if wait <= 0:
                     break
-                self._producer.poll(min(wait, 0.1))
+                producer.poll(min(wait, 0.1))
             if self._stop_requested.is_set():
                 return
-            self._send(record_id)
+            self._send(producer, record_id)
         if not self._records:
             self._all_reported.set()
 
-    def _send(self, record_id: int) -> None:
+    def _send(self, producer: Producer, record_id: int) -> None:
         partition = record_id % self._partitions
         with self._lock:
             self._unreported.add(record_id)
@@ -141,7 +144,7 @@ class Seeder(threading.Thread):
         )
         while True:
             try:
-                self._producer.produce(
+                producer.produce(
                     self._topic,
                     key=str(record_id).encode(),
                     value=payload(record_id),
@@ -150,8 +153,8 @@ class Seeder(threading.Thread):
                 )
                 break
             except BufferError:  # local queue full: serve delivery reports, then retry
-                self._producer.poll(0.1)
-        self._producer.poll(0)
+                producer.poll(0.1)
+        producer.poll(0)
 
     def _delivered(self, error: KafkaError | None, message: Message) -> None:
         record_id = int(message.key())
