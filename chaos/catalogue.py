@@ -100,6 +100,15 @@ CATALOGUE: dict[str, FaultSpec] = {
             8.0,
             "start a second instance with a live instance's transactional.id",
         ),
+        # As long as a zombie: the instance's session expires, its partitions move, and it
+        # comes back still holding a transaction that fencing must reject.
+        FaultSpec(
+            "isolate-instance",
+            "instance",
+            8.5,
+            "cut an instance off from every broker (its own client lane), heal after duration",
+            params={"mode": "silent"},
+        ),
     )
 }
 FAULTS = tuple(CATALOGUE)

@@ -27,6 +27,7 @@ from typing import Any, Protocol
 from chaos.catalogue import CATALOGUE, fixed_number, leader_of
 from chaos.schedule import FaultEvent
 from clusters.admin import wait_answers_for_itself
+from clusters.ports import lane_link
 from clusters.process_backend import ProcessCluster
 from eoschaos.history import HistoryWriter
 
@@ -231,6 +232,7 @@ class Nemesis:
             "crash": self._crash,
             "zombie": self._zombie,
             "twin": self._twin,
+            "isolate-instance": self._isolate_instance,
         }
         return starters[event.fault](event.params)
 
@@ -303,7 +305,8 @@ class Nemesis:
         return heal
 
     def _partition_from_clients(self, params: dict[str, Any]) -> Callable[[], None]:
-        return self._cut(params["broker"], ("client",), params.get("mode", "silent"))
+        links = tuple(self.cluster.client_links())
+        return self._cut(params["broker"], links, params.get("mode", "silent"))
 
     def _isolate_from_peers(self, params: dict[str, Any]) -> Callable[[], None]:
         return self._cut(params["broker"], ("internal", "controller"), params.get("mode", "silent"))
@@ -311,13 +314,41 @@ class Nemesis:
     def _split(self, params: dict[str, Any]) -> Callable[[], None]:
         """The target is the minority side: as if its host left the network, away from the
         majority and from the clients (which run on the majority's side)."""
-        links = ("client", "internal", "controller")
+        links = (*self.cluster.client_links(), "internal", "controller")
         return self._cut(params["broker"], links, params.get("mode", "silent"))
 
+    def _isolate_instance(self, params: dict[str, Any]) -> Callable[[], None]:
+        """The instance's host leaves the network: its lane is cut on every broker, while the
+        other instances and eoschaos's own clients still reach the whole cluster."""
+        lane = lane_link(params["instance"])
+        if lane not in self.cluster.client_links():
+            raise LookupError(
+                f"instance {params['instance']} has no lane of its own on this cluster"
+            )
+        heals = [
+            self._cut(node_id, (lane,), params.get("mode", "silent"))
+            for node_id in self.cluster.spec.node_ids
+        ]
+
+        def heal() -> None:
+            for heal_node in heals:
+                heal_node()
+
+        return heal
+
     def _toxic(self, node_id: int, toxic: str, attributes: dict[str, Any]) -> Callable[[], None]:
-        """A toxic on broker → client only: requests arrive intact, answers are hurt."""
-        name = self.cluster.add_toxic(node_id, "client", toxic, attributes=attributes)
-        return lambda: self.cluster.remove_toxic(node_id, "client", name)
+        """A toxic on broker → client only (every client link): requests arrive intact,
+        answers are hurt."""
+        names = [
+            (link, self.cluster.add_toxic(node_id, link, toxic, attributes=attributes))
+            for link in self.cluster.client_links()
+        ]
+
+        def heal() -> None:
+            for link, name in names:
+                self.cluster.remove_toxic(node_id, link, name)
+
+        return heal
 
     def _ack_delay(self, params: dict[str, Any]) -> Callable[[], None]:
         attributes = {"latency": params["latency_ms"], "jitter": params.get("jitter_ms", 0)}

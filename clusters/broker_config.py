@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from clusters.ports import PortPlan
+from clusters.ports import PortPlan, lane_link
 
 MAX_VOTERS = 3
 INTERNAL_TOPIC_PARTITIONS = 10
@@ -25,6 +25,9 @@ class ClusterSpec:
     kafka_version: str | None = None
     base_port: int | None = None
     broker_overrides: dict[str, str] = field(default_factory=dict)
+    # a client listener of its own per workload instance (clusters.ports), so the nemesis
+    # can cut one instance off from the cluster (fault isolate-instance)
+    instance_lanes: int = 0
 
     @property
     def node_ids(self) -> list[int]:
@@ -60,12 +63,21 @@ def broker_properties(
         f"{v}@{peer_proxy_host}:{plan.nodes[v].proxy['controller']}" for v in spec.voter_ids
     )
     is_voter = node_id in spec.voter_ids
+    lanes = [lane_link(n) for n in range(spec.instance_lanes)]
     listeners = [
         f"CLIENT://{bind_host}:{ports.real['client']}",
         f"INTERNAL://{bind_host}:{ports.real['internal']}",
+        *(f"{lane.upper()}://{bind_host}:{ports.real[lane]}" for lane in lanes),
     ]
     if is_voter:
         listeners.append(f"CONTROLLER://{bind_host}:{ports.real['controller']}")
+    # A client is told the addresses of the listener it asked on: one bootstrapped through a
+    # lane's proxies stays on that lane for every broker it then talks to.
+    advertised = [
+        f"CLIENT://127.0.0.1:{ports.proxy['client']}",
+        f"INTERNAL://{peer_proxy_host}:{ports.proxy['internal']}",
+        *(f"{lane.upper()}://127.0.0.1:{ports.proxy[lane]}" for lane in lanes),
+    ]
     rf = str(spec.replication_factor)
     min_isr = str(spec.min_insync_replicas)
     props = {
@@ -75,12 +87,10 @@ def broker_properties(
         "controller.listener.names": "CONTROLLER",
         "listeners": ",".join(listeners),
         # Everyone — clients and peers — is told the proxy address, never the real port.
-        "advertised.listeners": (
-            f"CLIENT://127.0.0.1:{ports.proxy['client']},"
-            f"INTERNAL://{peer_proxy_host}:{ports.proxy['internal']}"
-        ),
+        "advertised.listeners": ",".join(advertised),
         "listener.security.protocol.map": ",".join(
-            f"{name}:PLAINTEXT" for name in ("CLIENT", "INTERNAL", "CONTROLLER")
+            f"{name}:PLAINTEXT"
+            for name in ("CLIENT", "INTERNAL", "CONTROLLER", *(lane.upper() for lane in lanes))
         ),
         "inter.broker.listener.name": "INTERNAL",
         "log.dirs": str(data_dir),

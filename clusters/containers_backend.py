@@ -43,7 +43,7 @@ from clusters.container_runtime import Runtime, connect, detect_runtime, last_li
 from clusters.container_runtime import stop_api_service as _stop_api_service
 from clusters.images import KAFKA_LIBS, image_tag
 from clusters.kafka_dist import KafkaDistribution, java_binary, java_major_version
-from clusters.ports import LINKS, plan_ports
+from clusters.ports import plan_ports
 from clusters.process_backend import (
     CLUSTER_FILE,
     ClusterInfo,
@@ -149,7 +149,7 @@ class ContainerCluster(ProcessCluster):
             raise EoschaosError(f"Kafka {self.dist.version} needs Java 17+; set JAVA_HOME to one")
         connect(self.runtime)
         self.image = self.requested_image or default_image(self.dist.version, self.runtime)
-        self.plan = plan_ports(self.spec.node_ids, self.spec.base_port)
+        self.plan = plan_ports(self.spec.node_ids, self.spec.base_port, self.spec.instance_lanes)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         try:
             return self._start(timeout)
@@ -198,6 +198,7 @@ class ContainerCluster(ProcessCluster):
             replication_factor=self.spec.replication_factor,
             ready_seconds=round(time.monotonic() - self._t0, 2),
             features=features,
+            instance_lanes=self.spec.instance_lanes,
         )
         (self.run_dir / CLUSTER_FILE).write_text(json.dumps(asdict(self.info), indent=2) + "\n")
         (self.run_dir / "containers.json").write_text(
@@ -307,11 +308,12 @@ class ContainerCluster(ProcessCluster):
     def _create_proxies(self) -> None:
         """Client proxies on 127.0.0.1; peer proxies on the gateway; all to published ports."""
         assert self.plan is not None
+        client_links = self.client_links()
         for node_id, ports in self.plan.nodes.items():
-            for link in LINKS:
+            for link in ports.proxy:
                 if link == "controller" and node_id not in self.spec.voter_ids:
                     continue
-                host = "127.0.0.1" if link == "client" else self.gateway
+                host = "127.0.0.1" if link in client_links else self.gateway
                 self.toxiproxy.create_proxy(
                     self.proxy_name(node_id, link),
                     listen=f"{host}:{ports.proxy[link]}",
@@ -486,13 +488,14 @@ class ContainerCluster(ProcessCluster):
         """A stopped container's published ports black-hole new connections (its address is
         gone: SYNs go unanswered for ~2 min), and Toxiproxy dials upstream in its accept loop,
         so one such dial would stall the whole proxy (and disabling it then would wait for
-        that dial). So the client proxy is disabled just *before* the node goes down and
+        that dial). So the client proxies are disabled just *before* the node goes down and
         enabled again when it starts: clients are refused at once, as with a dead process.
 
         The peer proxies stay: they listen on the network's gateway address, which is gone
         while no container is attached, so they could not listen again; a peer's dial to the
         dead node may stall that node's peer proxy until the dial times out."""
-        self.set_link_enabled(node_id, "client", enabled)
+        for link in self.client_links():
+            self.set_link_enabled(node_id, link, enabled)
 
     def pause_node(self, node_id: int) -> None:
         """Freeze the container (cgroup freezer): sockets stay open, nothing answers."""

@@ -3,19 +3,22 @@
 Every listener that a fault may cut gets its own Toxiproxy proxy, so a node has six ports: three
 where the JVM listens and three proxy ports that everyone else (clients, peers, controllers)
 is told to use. Ports come from one contiguous block so a user can reserve it with --base-port.
+
+A cluster may also have *instance lanes*: one more client listener (and proxy) per workload
+instance on every node, so the nemesis can cut one instance off from every broker while the
+other clients — the other instances, the seeder, the observer — still reach them all.
 """
 
 from __future__ import annotations
 
 import socket
 from dataclasses import dataclass
-from typing import Literal
 
 from eoschaos.errors import EoschaosError
 
-Link = Literal["client", "internal", "controller"]
+Link = str  # one of LINKS, or a lane's link (lane_link)
 LINKS: tuple[Link, ...] = ("client", "internal", "controller")
-_PORTS_PER_NODE = 10
+_BLOCK = 10  # a node's ports start on a multiple of this
 # Below Linux's ephemeral range (32768-60999 by default): a port there can be taken by any
 # outgoing connection between the check and the JVM's bind.
 _AUTO_BASE_RANGE = range(20000, 32000, 200)
@@ -27,6 +30,11 @@ class NodePorts:
 
     real: dict[str, int]
     proxy: dict[str, int]
+
+
+def lane_link(instance: int) -> Link:
+    """The link of instance `instance`'s own client listener."""
+    return f"lane{instance}"
 
 
 @dataclass(frozen=True)
@@ -41,15 +49,21 @@ class PortPlan:
         return ports
 
 
-def layout(base: int, node_ids: list[int]) -> PortPlan:
-    """Deterministic layout: API at `base`, node i at base + 10*i + {0..5}."""
+def layout(base: int, node_ids: list[int], lanes: int = 0) -> PortPlan:
+    """Deterministic layout: API at `base`; node i at base + stride*i: its three proxies, its
+    three real listeners, then a proxy and a real port per lane. Without lanes the stride is
+    10, as it was before lanes existed."""
+    ports_per_node = 2 * (len(LINKS) + lanes)
+    stride = -(-ports_per_node // _BLOCK) * _BLOCK
     nodes = {}
     for node_id in node_ids:
-        first = base + _PORTS_PER_NODE * node_id
-        nodes[node_id] = NodePorts(
-            proxy={link: first + i for i, link in enumerate(LINKS)},
-            real={link: first + 3 + i for i, link in enumerate(LINKS)},
-        )
+        first = base + stride * node_id
+        proxy = {link: first + i for i, link in enumerate(LINKS)}
+        real = {link: first + len(LINKS) + i for i, link in enumerate(LINKS)}
+        for lane in range(lanes):
+            proxy[lane_link(lane)] = first + 2 * (len(LINKS) + lane)
+            real[lane_link(lane)] = first + 2 * (len(LINKS) + lane) + 1
+        nodes[node_id] = NodePorts(proxy=proxy, real=real)
     return PortPlan(toxiproxy_api=base, nodes=nodes)
 
 
@@ -63,14 +77,14 @@ def port_in_use(port: int) -> bool:
     return False
 
 
-def plan_ports(node_ids: list[int], base: int | None) -> PortPlan:
+def plan_ports(node_ids: list[int], base: int | None, lanes: int = 0) -> PortPlan:
     """A plan whose every port is free on 127.0.0.1.
 
     With an explicit `base`, a busy port is the user's to resolve; without one, the first free
     block from 20000 up is taken.
     """
     if base is not None:
-        plan = layout(base, node_ids)
+        plan = layout(base, node_ids, lanes)
         if min(plan.all_ports()) < 1024 or max(plan.all_ports()) > 65535:
             raise EoschaosError(
                 f"--base-port {base} puts ports outside 1024-65535; choose e.g. --base-port 20000"
@@ -83,7 +97,7 @@ def plan_ports(node_ids: list[int], base: int | None) -> PortPlan:
             )
         return plan
     for candidate in _AUTO_BASE_RANGE:
-        plan = layout(candidate, node_ids)
+        plan = layout(candidate, node_ids, lanes)
         if not any(port_in_use(p) for p in plan.all_ports()):
             return plan
     raise EoschaosError("no free block of ports on 127.0.0.1 in 20000-32000; pass --base-port")

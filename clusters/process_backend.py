@@ -33,7 +33,7 @@ from clusters.kafka_dist import (
     java_binary,
     java_major_version,
 )
-from clusters.ports import LINKS, Link, PortPlan, layout, plan_ports
+from clusters.ports import Link, PortPlan, lane_link, layout, plan_ports
 from clusters.toxiproxy import ToxiproxyAPI
 from eoschaos.errors import EoschaosError
 
@@ -69,6 +69,7 @@ class ClusterInfo:
     replication_factor: int
     ready_seconds: float
     features: dict[str, str] = field(default_factory=dict)
+    instance_lanes: int = 0  # absent from a cluster.json written before lanes existed
 
 
 def new_cluster_id() -> str:
@@ -202,6 +203,19 @@ class ProcessCluster:
         assert self.plan is not None
         return f"127.0.0.1:{self.plan.nodes[node_id].proxy['client']}"
 
+    def instance_bootstrap(self, instance: int) -> str:
+        """Bootstrap servers of workload instance `instance`: its own lane if the cluster has
+        one for it (the lane's proxies carry only its traffic), else the shared listener."""
+        assert self.plan is not None
+        if instance >= self.spec.instance_lanes:
+            return self.bootstrap
+        link = lane_link(instance)
+        return ",".join(f"127.0.0.1:{ports.proxy[link]}" for ports in self.plan.nodes.values())
+
+    def client_links(self) -> list[Link]:
+        """Every link that carries client traffic: the shared listener and each lane."""
+        return ["client", *(lane_link(n) for n in range(self.spec.instance_lanes))]
+
     @property
     def toxiproxy(self) -> ToxiproxyAPI:
         assert self.plan is not None
@@ -215,7 +229,7 @@ class ProcessCluster:
         self._t0 = time.monotonic()
         if self.dist.major >= 4 and java_major_version(java_binary()) < 17:
             raise EoschaosError(f"Kafka {self.dist.version} needs Java 17+; set JAVA_HOME to one")
-        self.plan = plan_ports(self.spec.node_ids, self.spec.base_port)
+        self.plan = plan_ports(self.spec.node_ids, self.spec.base_port, self.spec.instance_lanes)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         _active_registry().mkdir(parents=True, exist_ok=True)
         _registry_entry(self.run_dir).write_text(str(self.run_dir))
@@ -267,6 +281,7 @@ class ProcessCluster:
             replication_factor=self.spec.replication_factor,
             ready_seconds=round(time.monotonic() - self._t0, 2),
             features=features,
+            instance_lanes=self.spec.instance_lanes,
         )
         (self.run_dir / CLUSTER_FILE).write_text(json.dumps(asdict(self.info), indent=2) + "\n")
         self._say(
@@ -308,11 +323,14 @@ class ProcessCluster:
         data: dict[str, Any] = json.loads(path.read_text())
         info = ClusterInfo(**data)
         spec = ClusterSpec(
-            brokers=len(info.broker_ids), kafka_version=info.kafka_version, base_port=info.base_port
+            brokers=len(info.broker_ids),
+            kafka_version=info.kafka_version,
+            base_port=info.base_port,
+            instance_lanes=info.instance_lanes,
         )
         dist = KafkaDistribution(version=info.kafka_version, libs=Path(info.kafka_libs))
         cluster = cls(run_dir, spec, dist, Path(), progress)
-        cluster.plan = layout(info.base_port, info.broker_ids)
+        cluster.plan = layout(info.base_port, info.broker_ids, info.instance_lanes)
         cluster.info = info
         return cluster
 
@@ -328,7 +346,7 @@ class ProcessCluster:
     def _create_proxies(self) -> None:
         assert self.plan is not None
         for node_id, ports in self.plan.nodes.items():
-            for link in LINKS:
+            for link in ports.proxy:
                 if link == "controller" and node_id not in self.spec.voter_ids:
                     continue
                 self.toxiproxy.create_proxy(

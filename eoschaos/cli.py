@@ -86,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
         default="",
         help="comma-separated faults for a random schedule from --seed (docs/schedules.md): "
         "kill, bounce, rolling-restart, pause, partition, isolate-peers, split, latency, "
-        "bandwidth, reset, slicer, crash, zombie, twin (default: none)",
+        "bandwidth, reset, slicer, crash, zombie, twin, isolate-instance (default: none)",
     )
     run.add_argument(
         "--schedule",

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 _run_numbers = itertools.count()
+DEFAULT_INSTANCE_LANES = 3  # the kip447 default instance count
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -30,6 +31,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--eoschaos-kafka-version",
         default=None,
         help="Kafka version of the eoschaos session cluster (default: eoschaos' default)",
+    )
+    group.addoption(
+        "--eoschaos-instance-lanes",
+        type=int,
+        default=DEFAULT_INSTANCE_LANES,
+        help="client lanes of the session cluster: instances 0..N-1 each get their own, which "
+        f"fault isolate-instance needs (default {DEFAULT_INSTANCE_LANES})",
     )
     group.addoption(
         "--eoschaos-runs",
@@ -53,7 +61,9 @@ def eoschaos_cluster(pytestconfig: pytest.Config, tmp_path_factory) -> Iterator[
 
     dist = kafka_dist.resolve(pytestconfig.getoption("eoschaos_kafka_version"))
     run_dir = tmp_path_factory.mktemp(f"eoschaos-cluster-{dist.version}")
-    cluster = ProcessCluster(run_dir, ClusterSpec(brokers=3), dist, toxiproxy.server_binary())
+    lanes = pytestconfig.getoption("eoschaos_instance_lanes")
+    spec = ClusterSpec(brokers=3, instance_lanes=lanes)
+    cluster = ProcessCluster(run_dir, spec, dist, toxiproxy.server_binary())
     with cluster:
         yield cluster
 

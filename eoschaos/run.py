@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from chaos.catalogue import fixed_number
 from chaos.nemesis import Nemesis
 from chaos.schedule import (
     FaultEvent,
@@ -214,7 +215,12 @@ def record_run(
     own_cluster = cluster is None
     if cluster is None:
         dist = kafka_dist.resolve(config.kafka_version)
-        spec = ClusterSpec(brokers=config.brokers, kafka_version=dist.version)
+        # a lane per instance: any run may cut an instance off (isolate-instance)
+        spec = ClusterSpec(
+            brokers=config.brokers,
+            kafka_version=dist.version,
+            instance_lanes=config.instance_count(),
+        )
         if config.backend == "containers":
             from clusters.containers_backend import ContainerCluster
 
@@ -252,6 +258,7 @@ def _drive(
     schedule: list[FaultEvent],
     progress: Callable[[str], None],
 ) -> None:
+    _check_lanes(schedule, cluster)
     workload = registry.build_workload(
         config.workload_config(),
         config.workload_options(),
@@ -259,6 +266,7 @@ def _drive(
         run_dir,
         cluster.dist,
         progress,
+        cluster.instance_bootstrap,
     )
     nemesis = Nemesis(
         cluster,
@@ -311,6 +319,19 @@ def _drive(
         workload.close()
     if failures:
         raise EoschaosError(f"the nemesis failed: {failures[0]}")
+
+
+def _check_lanes(schedule: list[FaultEvent], cluster: ProcessCluster) -> None:
+    """isolate-instance cuts the instance's own lane; a shared cluster may have too few."""
+    for event in schedule:
+        instance = fixed_number(event.target)
+        lanes = cluster.spec.instance_lanes
+        if event.fault == "isolate-instance" and instance is not None and instance >= lanes:
+            raise EoschaosError(
+                f"fault isolate-instance on {event.target} needs a client lane for that "
+                f"instance, and this cluster has {lanes}; start the pytest session with "
+                f"--eoschaos-instance-lanes {instance + 1}"
+            )
 
 
 def _make_whole(cluster: ProcessCluster, progress: Callable[[str], None]) -> None:

@@ -32,7 +32,8 @@ def session_cluster(request, tmp_path_factory) -> Iterator[ProcessCluster]:
     dist = kafka_dist.resolve(request.param)
     run_dir = tmp_path_factory.mktemp(f"cluster-{dist.version}")
     RUN_DIRS.append(run_dir)
-    cluster = ProcessCluster(run_dir, ClusterSpec(brokers=3), dist, toxiproxy.server_binary())
+    spec = ClusterSpec(brokers=3, instance_lanes=2)  # two lanes: one to cut, one to spare
+    cluster = ProcessCluster(run_dir, spec, dist, toxiproxy.server_binary())
     with cluster:
         yield cluster
 

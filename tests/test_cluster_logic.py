@@ -55,6 +55,22 @@ def test_brokers_advertise_only_proxy_addresses_and_vote_through_proxies():
     assert props["inter.broker.listener.name"] == "INTERNAL"
 
 
+def test_instance_lanes_get_ports_of_their_own_on_every_node():
+    plan = layout(30000, [1, 2, 3], lanes=6)
+    assert len(set(plan.all_ports())) == len(plan.all_ports()) == 1 + 3 * (6 + 2 * 6)
+    assert layout(30000, [1, 2, 3]).nodes == layout(30000, [1, 2, 3], lanes=0).nodes
+
+
+def test_each_lane_is_a_listener_advertised_at_its_own_proxy():
+    spec = ClusterSpec(brokers=3, instance_lanes=2)
+    plan = layout(30000, spec.node_ids, lanes=2)
+    props = broker_properties(spec, plan, 2, Path("/data"))
+    proxy = plan.nodes[2].proxy
+    assert f"LANE1://127.0.0.1:{proxy['lane1']}" in props["advertised.listeners"].split(",")
+    assert f"LANE0://127.0.0.1:{plan.nodes[2].real['lane0']}" in props["listeners"].split(",")
+    assert "LANE1:PLAINTEXT" in props["listener.security.protocol.map"].split(",")
+
+
 def test_eos_grade_settings_for_three_brokers():
     spec = ClusterSpec(brokers=3)
     props = broker_properties(spec, layout(30000, spec.node_ids), 1, Path("/data"))

@@ -141,6 +141,40 @@ def test_partition_cuts_clients_off_the_broker_until_healed(cluster, nemesis, mo
     assert _produce_within(cluster.bootstrap, topic, 60)
 
 
+def test_partition_cuts_the_broker_off_from_every_instance_lane_too(cluster, nemesis):
+    hurt = nemesis(Aim(_topic_led_by(cluster, 2)))
+    active = hurt.start(_event("partition", "broker:2"))
+    assert active is not None
+    lanes = [cluster.instance_bootstrap(n).split(",")[1] for n in (0, 1)]  # node 2's lane proxies
+    assert not any(_answers(address, timeout=3) for address in lanes)
+    hurt.heal(active=active)
+    assert all(_answers(address, timeout=10) for address in lanes)
+
+
+@pytest.mark.parametrize("mode", ["silent", "fail-fast"])
+def test_isolate_instance_cuts_only_that_instance_off_every_broker_until_healed(
+    cluster, nemesis, mode
+):
+    topic = _topic_led_by(cluster, 1)
+    hurt = nemesis(Aim(topic, instance_count=2))
+    active = hurt.start(_event("isolate-instance", "instance:0", mode=mode))
+    assert active is not None
+    isolated, other = cluster.instance_bootstrap(0), cluster.instance_bootstrap(1)
+    assert not any(_answers(address, timeout=3) for address in isolated.split(","))
+    assert not _produce_within(isolated, topic, 3)
+    assert _produce_within(other, topic, 30)  # the other instance still reaches the cluster
+    assert _produce_within(cluster.bootstrap, topic, 30)  # and so do eoschaos's own clients
+    hurt.heal(active=active)
+    assert _produce_within(isolated, topic, 60)
+
+
+def test_isolate_instance_without_a_lane_for_it_is_a_failed_fault(cluster, nemesis, tmp_path):
+    hurt = nemesis(Aim(_topic_led_by(cluster, 1), instance_count=3))
+    assert hurt.start(_event("isolate-instance", "instance:2")) is None
+    failed = [e for e in _fault_history(tmp_path) if e["type"] == "fail"]
+    assert "no lane of its own" in failed[0]["error"]
+
+
 def test_isolate_peers_keeps_clients_but_stalls_acks_all_on_the_partitions_it_leads(
     cluster, nemesis
 ):

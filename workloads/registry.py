@@ -117,10 +117,11 @@ def build_workload(
     run_dir: Path,
     dist: KafkaDistribution,
     progress: Callable[[str], None],
+    instance_bootstrap: Callable[[int], str] | None = None,
 ) -> PipelineWorkload:
     if config.workload == "kip447":
         kip447 = Kip447Config(**{f.name: getattr(config, f.name) for f in fields(config)})
-        return Kip447Workload(kip447, bootstrap, run_dir, dist, progress)
+        return Kip447Workload(kip447, bootstrap, run_dir, dist, progress, instance_bootstrap)
     if config.workload == "copier":
         pipeline = copier.CopierPipeline(dist, config.mode, config.partitions)
     elif config.workload == "streams":
@@ -132,4 +133,6 @@ def build_workload(
         pipeline = byo.CommandPipeline(options.command or "")
     else:
         raise EoschaosError(f"unknown workload {config.workload!r}")
-    return PipelineWorkload(config, pipeline, bootstrap, run_dir, dist, progress)
+    return PipelineWorkload(
+        config, pipeline, bootstrap, run_dir, dist, progress, instance_bootstrap
+    )

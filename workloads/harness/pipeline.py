@@ -115,10 +115,14 @@ class PipelineWorkload:
         run_dir: Path,
         dist: KafkaDistribution,
         progress: Callable[[str], None] = progress_to_stderr,
+        instance_bootstrap: Callable[[int], str] | None = None,
     ) -> None:
+        """`bootstrap`: for eoschaos's own clients; `instance_bootstrap(n)`: what instance n
+        (and its twins) connect through, its own lane on a cluster that has lanes."""
         self.config = config
         self.pipeline = pipeline
         self.bootstrap = bootstrap
+        self.instance_bootstrap = instance_bootstrap or (lambda _instance: bootstrap)
         self.run_dir = Path(run_dir)
         self.dist = dist
         self._progress = progress
@@ -196,7 +200,7 @@ class PipelineWorkload:
         return {
             **os.environ,
             **config.extra_env,
-            "EOSCHAOS_BOOTSTRAP_SERVERS": self.bootstrap,
+            "EOSCHAOS_BOOTSTRAP_SERVERS": self.instance_bootstrap(instance),
             "EOSCHAOS_INPUT_TOPIC": config.input_topic,
             "EOSCHAOS_OUTPUT_TOPIC": config.output_topic,
             "EOSCHAOS_MODE": config.mode,

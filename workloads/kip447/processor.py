@@ -17,6 +17,7 @@ import signal
 import sys
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from eoschaos.history import HistoryWriter
@@ -51,6 +52,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("instance", type=int, nargs="?")
     parser.add_argument("incarnation", type=int, nargs="?")
     parser.add_argument("txn_id", nargs="?", help="transactional.id (not in mode alos)")
+    parser.add_argument(
+        "--bootstrap", help="this instance's bootstrap servers (default: the config file's)"
+    )
     args = parser.parse_args(argv)
     if args.env:
         config = ProcessorConfig.from_env(os.environ)
@@ -61,6 +65,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("give CONFIG INSTANCE INCARNATION [TXN_ID], or --env")
     else:
         config = ProcessorConfig.load(args.config)
+        if args.bootstrap:
+            config = replace(config, bootstrap=args.bootstrap)
 
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -49,6 +49,7 @@ class Kip447Pipeline:
         txn_id = env["EOSCHAOS_TRANSACTIONAL_ID"]
         argv = [sys.executable, "-m", "workloads.kip447.processor", str(self._config_path)]
         argv += [str(instance), str(incarnation), *([txn_id] if txn_id else [])]
+        argv += ["--bootstrap", env["EOSCHAOS_BOOTSTRAP_SERVERS"]]  # its lane, if it has one
         return Launch(argv, env)
 
     def transactional_id(self, instance: int, incarnation: int) -> str | None:
@@ -72,6 +73,7 @@ class Kip447Workload(PipelineWorkload):
         run_dir: Path,
         dist: KafkaDistribution,
         progress: Callable[[str], None] = progress_to_stderr,
+        instance_bootstrap: Callable[[int], str] | None = None,
     ) -> None:
         super().__init__(
             config,
@@ -80,4 +82,5 @@ class Kip447Workload(PipelineWorkload):
             run_dir,
             dist,
             progress,
+            instance_bootstrap,
         )
