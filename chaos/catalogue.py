@@ -54,7 +54,8 @@ CATALOGUE: dict[str, FaultSpec] = {
             "isolate-peers",
             "broker",
             6.0,
-            "cut the broker's inter-broker and controller listeners (clients still reach it)",
+            "cut the broker off from its peers: controller links both ways, inter-broker "
+            "inbound (clients still reach it)",
             True,
             {"mode": "silent"},
         ),

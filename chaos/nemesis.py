@@ -27,7 +27,7 @@ from typing import Any, Protocol
 from chaos.catalogue import CATALOGUE, fixed_number, leader_of
 from chaos.schedule import FaultEvent
 from clusters.admin import wait_answers_for_itself
-from clusters.ports import lane_link
+from clusters.ports import Link, lane_link
 from clusters.process_backend import ProcessCluster
 from eoschaos.history import HistoryWriter
 
@@ -274,16 +274,16 @@ class Nemesis:
 
         return heal
 
-    def _cut(self, node_id: int, links: tuple[str, ...], mode: str) -> Callable[[], None]:
-        """Cut the broker's `links`. silent: a timeout toxic with timeout 0 in both directions
+    def _cut(self, links: list[tuple[int, Link]], mode: str) -> Callable[[], None]:
+        """Cut each (node, link). silent: a timeout toxic with timeout 0 in both directions
         (connections stay open, every byte is dropped); fail-fast: the proxy is disabled (its
         listener closes and its connections are dropped at once).
 
         Healing a silent cut also drops the connections it held: the bytes it swallowed are
         gone for good (unlike packets TCP would resend after a real partition), so those
         streams are broken and would otherwise hang until a request timeout (30 s)."""
-        toxics: list[tuple[str, str]] = []
-        for link in links:
+        toxics: list[tuple[int, Link, str]] = []
+        for node_id, link in links:
             if mode == "fail-fast":
                 self.cluster.set_link_enabled(node_id, link, False)
                 continue
@@ -291,12 +291,12 @@ class Nemesis:
                 name = self.cluster.add_toxic(
                     node_id, link, "timeout", stream=stream, attributes={"timeout": 0}
                 )
-                toxics.append((link, name))
+                toxics.append((node_id, link, name))
 
         def heal() -> None:
-            for link, name in toxics:
+            for node_id, link, name in toxics:
                 self.cluster.remove_toxic(node_id, link, name)
-            for link in links:
+            for node_id, link in links:
                 if toxics:
                     self.cluster.set_link_enabled(node_id, link, False)
                 self.cluster.set_link_enabled(node_id, link, True)
@@ -304,18 +304,26 @@ class Nemesis:
 
         return heal
 
+    def _client_links(self, node_id: int) -> list[tuple[int, Link]]:
+        return [(node_id, link) for link in self.cluster.client_links()]
+
     def _partition_from_clients(self, params: dict[str, Any]) -> Callable[[], None]:
-        links = tuple(self.cluster.client_links())
-        return self._cut(params["broker"], links, params.get("mode", "silent"))
+        return self._cut(self._client_links(params["broker"]), params.get("mode", "silent"))
 
     def _isolate_from_peers(self, params: dict[str, Any]) -> Callable[[], None]:
-        return self._cut(params["broker"], ("internal", "controller"), params.get("mode", "silent"))
+        """Both ways on the controller links (the node's Raft traffic and broker heartbeats
+        stop, so the majority fences it); inbound on the inter-broker link (peers cannot fetch
+        from it, while its own fetches from them still flow: every node is reached at one
+        inter-broker address, so that direction cannot be told apart)."""
+        links = self.cluster.peer_links(params["broker"])
+        return self._cut(links, params.get("mode", "silent"))
 
     def _split(self, params: dict[str, Any]) -> Callable[[], None]:
         """The target is the minority side: as if its host left the network, away from the
         majority and from the clients (which run on the majority's side)."""
-        links = (*self.cluster.client_links(), "internal", "controller")
-        return self._cut(params["broker"], links, params.get("mode", "silent"))
+        node_id = params["broker"]
+        links = self._client_links(node_id) + self.cluster.peer_links(node_id)
+        return self._cut(links, params.get("mode", "silent"))
 
     def _isolate_instance(self, params: dict[str, Any]) -> Callable[[], None]:
         """The instance's host leaves the network: its lane is cut on every broker, while the
@@ -325,16 +333,8 @@ class Nemesis:
             raise LookupError(
                 f"instance {params['instance']} has no lane of its own on this cluster"
             )
-        heals = [
-            self._cut(node_id, (lane,), params.get("mode", "silent"))
-            for node_id in self.cluster.spec.node_ids
-        ]
-
-        def heal() -> None:
-            for heal_node in heals:
-                heal_node()
-
-        return heal
+        links = [(node_id, lane) for node_id in self.cluster.spec.node_ids]
+        return self._cut(links, params.get("mode", "silent"))
 
     def _toxic(self, node_id: int, toxic: str, attributes: dict[str, Any]) -> Callable[[], None]:
         """A toxic on broker → client only (every client link): requests arrive intact,

@@ -1,4 +1,4 @@
-"""server.properties of each node: KRaft, three proxied listeners, EOS-grade durability.
+"""server.properties of each node: KRaft, proxied listeners (clusters.ports), EOS-grade durability.
 
 Topology: the first three nodes (or all, if fewer) are combined broker+controller nodes and
 form the controller quorum; further nodes are brokers only. Combined mode gives a real
@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from clusters.ports import PortPlan, lane_link
+from clusters.ports import PortPlan, controller_link, lane_link
 
 MAX_VOTERS = 3
 INTERNAL_TOPIC_PARTITIONS = 10
@@ -60,7 +60,8 @@ def broker_properties(
     network's gateway, not at 127.0.0.1). Client proxies are always on 127.0.0.1."""
     ports = plan.nodes[node_id]
     voters = ",".join(
-        f"{v}@{peer_proxy_host}:{plan.nodes[v].proxy['controller']}" for v in spec.voter_ids
+        f"{v}@{peer_proxy_host}:{plan.nodes[v].proxy[controller_link(node_id)]}"
+        for v in spec.voter_ids
     )
     is_voter = node_id in spec.voter_ids
     lanes = [lane_link(n) for n in range(spec.instance_lanes)]

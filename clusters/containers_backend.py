@@ -43,7 +43,7 @@ from clusters.container_runtime import Runtime, connect, detect_runtime, last_li
 from clusters.container_runtime import stop_api_service as _stop_api_service
 from clusters.images import KAFKA_LIBS, image_tag
 from clusters.kafka_dist import KafkaDistribution, java_binary, java_major_version
-from clusters.ports import plan_ports
+from clusters.ports import listener_of, plan_ports
 from clusters.process_backend import (
     CLUSTER_FILE,
     ClusterInfo,
@@ -310,14 +310,12 @@ class ContainerCluster(ProcessCluster):
         assert self.plan is not None
         client_links = self.client_links()
         for node_id, ports in self.plan.nodes.items():
-            for link in ports.proxy:
-                if link == "controller" and node_id not in self.spec.voter_ids:
-                    continue
+            for link in self.proxied_links(node_id):
                 host = "127.0.0.1" if link in client_links else self.gateway
                 self.toxiproxy.create_proxy(
                     self.proxy_name(node_id, link),
                     listen=f"{host}:{ports.proxy[link]}",
-                    upstream=f"127.0.0.1:{ports.real[link]}",
+                    upstream=f"127.0.0.1:{ports.real[listener_of(link)]}",
                 )
 
     def _write_node_config(self, node_id: int) -> None:

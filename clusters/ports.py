@@ -1,12 +1,20 @@
 """Loopback port plan of a cluster: each node's real listeners and the proxies in front of them.
 
-Every listener that a fault may cut gets its own Toxiproxy proxy, so a node has six ports: three
-where the JVM listens and three proxy ports that everyone else (clients, peers, controllers)
-is told to use. Ports come from one contiguous block so a user can reserve it with --base-port.
+Every connection a fault may cut goes through a Toxiproxy proxy of its own. A node listens on
+three real ports (client, internal, controller); everyone else is told proxy addresses:
+
+- `client`: clients reach the node through one proxy;
+- `internal`: peers fetch from the node (replication) through one proxy;
+- `controller-from-<n>`: node n reaches this node's controller (Raft, broker heartbeats)
+  through a proxy of its own, one per node. Each node's `controller.quorum.voters` names the
+  proxies "from" itself, so a fault can cut a node's controller traffic in *both* directions
+  — what it sends and what is sent to it — without touching any other pair of nodes.
 
 A cluster may also have *instance lanes*: one more client listener (and proxy) per workload
 instance on every node, so the nemesis can cut one instance off from every broker while the
 other clients — the other instances, the seeder, the observer — still reach them all.
+
+Ports come from one contiguous block so a user can reserve it with --base-port.
 """
 
 from __future__ import annotations
@@ -16,8 +24,8 @@ from dataclasses import dataclass
 
 from eoschaos.errors import EoschaosError
 
-Link = str  # one of LINKS, or a lane's link (lane_link)
-LINKS: tuple[Link, ...] = ("client", "internal", "controller")
+Link = str  # a key of NodePorts.proxy: client, internal, controller-from-<n>, lane<n>
+LISTENERS = ("client", "internal", "controller")  # what the JVM binds (NodePorts.real)
 _BLOCK = 10  # a node's ports start on a multiple of this
 # Below Linux's ephemeral range (32768-60999 by default): a port there can be taken by any
 # outgoing connection between the check and the JVM's bind.
@@ -29,12 +37,22 @@ class NodePorts:
     """Real listener ports (bound by the JVM) and proxy ports (advertised to everyone)."""
 
     real: dict[str, int]
-    proxy: dict[str, int]
+    proxy: dict[Link, int]
 
 
 def lane_link(instance: int) -> Link:
     """The link of instance `instance`'s own client listener."""
     return f"lane{instance}"
+
+
+def controller_link(source: int) -> Link:
+    """The link through which node `source` reaches a node's controller."""
+    return f"controller-from-{source}"
+
+
+def listener_of(link: Link) -> str:
+    """The real listener behind a proxy link: its key in NodePorts.real."""
+    return "controller" if link.startswith("controller-from-") else link
 
 
 @dataclass(frozen=True)
@@ -50,19 +68,21 @@ class PortPlan:
 
 
 def layout(base: int, node_ids: list[int], lanes: int = 0) -> PortPlan:
-    """Deterministic layout: API at `base`; node i at base + stride*i: its three proxies, its
-    three real listeners, then a proxy and a real port per lane. Without lanes the stride is
-    10, as it was before lanes existed."""
-    ports_per_node = 2 * (len(LINKS) + lanes)
+    """Deterministic layout: API at `base`; node i at base + stride*i: its client and internal
+    proxies, its three real listeners, a controller proxy per node, then a proxy and a real
+    port per lane. The stride is the ports per node rounded up to a multiple of 10."""
+    ports_per_node = 5 + len(node_ids) + 2 * lanes
     stride = -(-ports_per_node // _BLOCK) * _BLOCK
     nodes = {}
     for node_id in node_ids:
-        first = base + stride * node_id
-        proxy = {link: first + i for i, link in enumerate(LINKS)}
-        real = {link: first + len(LINKS) + i for i, link in enumerate(LINKS)}
+        numbers = iter(range(base + stride * node_id, base + stride * (node_id + 1)))
+        proxy = {"client": next(numbers), "internal": next(numbers)}
+        real = {listener: next(numbers) for listener in LISTENERS}
+        for source in node_ids:
+            proxy[controller_link(source)] = next(numbers)
         for lane in range(lanes):
-            proxy[lane_link(lane)] = first + 2 * (len(LINKS) + lane)
-            real[lane_link(lane)] = first + 2 * (len(LINKS) + lane) + 1
+            proxy[lane_link(lane)] = next(numbers)
+            real[lane_link(lane)] = next(numbers)
         nodes[node_id] = NodePorts(proxy=proxy, real=real)
     return PortPlan(toxiproxy_api=base, nodes=nodes)
 

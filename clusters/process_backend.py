@@ -33,7 +33,15 @@ from clusters.kafka_dist import (
     java_binary,
     java_major_version,
 )
-from clusters.ports import Link, PortPlan, lane_link, layout, plan_ports
+from clusters.ports import (
+    Link,
+    PortPlan,
+    controller_link,
+    lane_link,
+    layout,
+    listener_of,
+    plan_ports,
+)
 from clusters.toxiproxy import ToxiproxyAPI
 from eoschaos.errors import EoschaosError
 
@@ -212,6 +220,23 @@ class ProcessCluster:
         link = lane_link(instance)
         return ",".join(f"127.0.0.1:{ports.proxy[link]}" for ports in self.plan.nodes.values())
 
+    def proxied_links(self, node_id: int) -> list[Link]:
+        """The node's links that have a proxy: all but the controller's on a broker-only node."""
+        assert self.plan is not None
+        voter = node_id in self.spec.voter_ids
+        links = self.plan.nodes[node_id].proxy
+        return [link for link in links if voter or listener_of(link) != "controller"]
+
+    def peer_links(self, node_id: int) -> list[tuple[int, Link]]:
+        """Every (node, link) that carries the node's traffic with its peers, both ways: the
+        node's inter-broker listener, the controller links the other nodes reach it by, and
+        the controller links by which it reaches the other voters."""
+        inbound = [(node_id, "internal")]
+        if node_id in self.spec.voter_ids:
+            inbound += [(node_id, controller_link(n)) for n in self.spec.node_ids if n != node_id]
+        outbound = [(v, controller_link(node_id)) for v in self.spec.voter_ids if v != node_id]
+        return inbound + outbound
+
     def client_links(self) -> list[Link]:
         """Every link that carries client traffic: the shared listener and each lane."""
         return ["client", *(lane_link(n) for n in range(self.spec.instance_lanes))]
@@ -346,13 +371,11 @@ class ProcessCluster:
     def _create_proxies(self) -> None:
         assert self.plan is not None
         for node_id, ports in self.plan.nodes.items():
-            for link in ports.proxy:
-                if link == "controller" and node_id not in self.spec.voter_ids:
-                    continue
+            for link in self.proxied_links(node_id):
                 self.toxiproxy.create_proxy(
                     self.proxy_name(node_id, link),
                     listen=f"127.0.0.1:{ports.proxy[link]}",
-                    upstream=f"127.0.0.1:{ports.real[link]}",
+                    upstream=f"127.0.0.1:{ports.real[listener_of(link)]}",
                 )
 
     def _write_node_config(self, node_id: int) -> None:

@@ -93,9 +93,9 @@ def test_clients_reach_brokers_only_through_their_proxies(cluster):
     advertised = {f"{b.host}:{b.port}" for b in metadata.brokers.values()}
     assert advertised == {cluster.client_address(n) for n in cluster.spec.node_ids}
     names = set(cluster.toxiproxy.proxies())
-    assert names == {
-        f"node-{n}-{link}" for n in (1, 2, 3) for link in ("client", "internal", "controller")
-    }
+    links = ["client", "internal", *(f"controller-from-{n}" for n in (1, 2, 3))]
+    links += [f"lane{n}" for n in range(cluster.spec.instance_lanes)]
+    assert names == {f"node-{n}-{link}" for n in (1, 2, 3) for link in links}
 
 
 def test_read_committed_consumer_sees_committed_records_and_none_aborted(cluster):

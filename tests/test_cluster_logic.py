@@ -21,7 +21,7 @@ from eoschaos.errors import EoschaosError
 
 def test_port_layout_gives_every_listener_and_proxy_its_own_port():
     plan = layout(30000, [1, 2, 3])
-    assert len(set(plan.all_ports())) == len(plan.all_ports()) == 1 + 3 * 6
+    assert len(set(plan.all_ports())) == len(plan.all_ports()) == 1 + 3 * (5 + 3)
     assert plan.toxiproxy_api == 30000
 
 
@@ -55,9 +55,22 @@ def test_brokers_advertise_only_proxy_addresses_and_vote_through_proxies():
     assert props["inter.broker.listener.name"] == "INTERNAL"
 
 
+def test_each_node_reaches_every_controller_through_proxies_of_its_own():
+    spec = ClusterSpec(brokers=4)
+    plan = layout(30000, spec.node_ids)
+    voters = {
+        node_id: broker_properties(spec, plan, node_id, Path("/d"))["controller.quorum.voters"]
+        for node_id in spec.node_ids
+    }
+    assert voters[4].split(",") == [
+        f"{v}@127.0.0.1:{plan.nodes[v].proxy['controller-from-4']}" for v in (1, 2, 3)
+    ]
+    assert len(set(voters.values())) == 4  # no two nodes share a path to a controller
+
+
 def test_instance_lanes_get_ports_of_their_own_on_every_node():
     plan = layout(30000, [1, 2, 3], lanes=6)
-    assert len(set(plan.all_ports())) == len(plan.all_ports()) == 1 + 3 * (6 + 2 * 6)
+    assert len(set(plan.all_ports())) == len(plan.all_ports()) == 1 + 3 * (5 + 3 + 2 * 6)
     assert layout(30000, [1, 2, 3]).nodes == layout(30000, [1, 2, 3], lanes=0).nodes
 
 

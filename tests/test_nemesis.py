@@ -195,11 +195,23 @@ def test_split_cuts_the_minority_broker_off_from_clients_and_peers(cluster, neme
     assert active is not None
     assert not _answers(cluster.client_address(3), timeout=3)
     assert _answers(cluster.client_address(1)) and _answers(cluster.client_address(2))
-    links = ("client", "internal", "controller")
-    assert all(cluster.toxiproxy.toxics(cluster.proxy_name(3, link)) for link in links)
+    cut = [(3, "client"), (3, "internal"), (3, "controller-from-1"), (1, "controller-from-3")]
+    assert all(cluster.toxiproxy.toxics(cluster.proxy_name(*link)) for link in cut)
     hurt.heal(active=active)
     assert _answers(cluster.client_address(3), timeout=10)
     assert _produce_within(cluster.bootstrap, topic, 60)
+
+
+def test_split_lets_the_majority_take_over_the_minority_partitions_while_it_holds(cluster, nemesis):
+    """Two-way: the minority loses the quorum, is fenced, and its partitions get a leader on
+    the majority side, which takes writes before the split heals."""
+    topic = _topic_led_by(cluster, 3)
+    hurt = nemesis(Aim(topic))
+    active = hurt.start(_event("split", "broker:3"))
+    assert active is not None
+    assert _produce_within(cluster.bootstrap, topic, 45)
+    assert cluster.partition_leader(topic, 0) in (1, 2)
+    hurt.heal(active=active)
 
 
 def test_pause_freezes_the_broker_until_healed(cluster, nemesis):
