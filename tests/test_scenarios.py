@@ -86,6 +86,21 @@ SCENARIOS = [
         must_pass=TRANSACTIONAL,
     ),
     Scenario(
+        # The instance's session expires while it is cut off; healed, it must find itself fenced.
+        "eos-isolate-instance",
+        {"mode": "eos", "faults": "isolate-instance", "duration": 30, "records": 10000},
+        must_pass=EVERY_CHECK,
+        fences=True,
+    ),
+    Scenario(
+        "no-fencing-isolate-instance",
+        {"mode": "no-fencing", "faults": "isolate-instance", "duration": 30, "records": 10000},
+        must_fail_one_of=("fencing.zombie-write", "delivery.duplicate"),
+        # the pipeline may stall with offsets uncommitted: group-offsets is not judged here
+        must_pass=without_group_offsets(TRANSACTIONAL),
+        nightly=True,
+    ),
+    Scenario(
         "eos-catalogue",
         # The twin first: it fences only if the live instance still has input to transact on
         # (a twin after the last input record fences an instance that never writes again).
