@@ -258,7 +258,7 @@ def _drive(
     schedule: list[FaultEvent],
     progress: Callable[[str], None],
 ) -> None:
-    _check_lanes(schedule, cluster)
+    check_lanes(schedule, cluster)
     workload = registry.build_workload(
         config.workload_config(),
         config.workload_options(),
@@ -321,7 +321,7 @@ def _drive(
         raise EoschaosError(f"the nemesis failed: {failures[0]}")
 
 
-def _check_lanes(schedule: list[FaultEvent], cluster: ProcessCluster) -> None:
+def check_lanes(schedule: list[FaultEvent], cluster: ProcessCluster) -> None:
     """isolate-instance cuts the instance's own lane; a shared cluster may have too few."""
     for event in schedule:
         instance = fixed_number(event.target)

@@ -217,3 +217,18 @@ def test_a_byo_command_that_never_reads_its_input_stops_the_run(tmp_path, eoscha
     args = ["--workload", "byo", "--command", "sleep 600", "--start-timeout", "10"]
     result = eoschaos("run", "--out", str(out), *args)
     assert_run_stopped(result, out, "workload byo wrote no output", "read", "processor-0.0.log")
+
+
+def test_isolate_instance_beyond_the_clusters_lanes_is_refused_before_the_run(tmp_path):
+    from chaos.schedule import FaultEvent
+    from clusters import kafka_dist
+    from clusters.broker_config import ClusterSpec
+    from clusters.process_backend import ProcessCluster
+    from eoschaos.errors import EoschaosError
+    from eoschaos.run import check_lanes
+
+    dist = kafka_dist.resolve(None)
+    cluster = ProcessCluster(tmp_path, ClusterSpec(instance_lanes=2), dist, Path())
+    check_lanes([FaultEvent(3, "isolate-instance", "instance:1", 8.5, {})], cluster)
+    with pytest.raises(EoschaosError, match="--eoschaos-instance-lanes 3"):
+        check_lanes([FaultEvent(3, "isolate-instance", "instance:2", 8.5, {})], cluster)
