@@ -1,5 +1,11 @@
 """Aggregates: a stateful pipeline's final per-key results equal those computed from its input.
 
+Two checks. `aggregate.mismatch` recomputes the built-in aggregates (Streams). For a pipeline
+that aggregates its own way, `aggregate.expected-output` compares the `end` rows the harness
+recorded with the user's `--expect` function: f=`expected` (the function on the committed
+input) and f=`result` (the output's last committed value per key), params {"key", "value"}
+as canonical text. Both are one row per key, already in the census.
+
 A Streams app that re-keys the input and keeps count, sum, min and max per key in a state store
 can lose or double updates without a single output record being duplicated: a replayed input
 counted twice changes a number, not a record. So its final aggregates (the last committed value
@@ -22,6 +28,9 @@ from checkers.history_io import History
 DESCRIPTIONS = {
     "aggregate.mismatch": "A final aggregate of the pipeline (count, sum, min, max of the ids "
     "per key) differs from the one computed from the committed input, or a key is missing.",
+    "aggregate.expected-output": "A final result of the pipeline (the last committed value of "
+    "an output key) differs from what the run's --expect function computed from the committed "
+    "input, or a key is expected but missing, or present but not expected.",
 }
 FIELDS = ("count", "sum", "min", "max")
 
@@ -57,3 +66,18 @@ def aggregate_tallies(history: History, census: Census, max_examples: int) -> di
         if want is None or got is None or any(got.get(f) != want[f] for f in FIELDS):
             anomalies.append({"key": key, "expected": want, "actual": got})
     return {"aggregate.mismatch": Tally(count=len(anomalies), examples=anomalies[:max_examples])}
+
+
+def expected_output_tallies(census: Census, max_examples: int) -> dict[str, Tally]:
+    def by_key(f: str) -> dict[str, str]:
+        rows = (json.loads(row["params"]) for row in census.end_rows_of(f))
+        return {row["key"]: row["value"] for row in rows}
+
+    expected, actual = by_key("expected"), by_key("result")
+    anomalies = [
+        {"key": key, "expected": expected.get(key), "actual": actual.get(key)}
+        for key in sorted(set(expected) | set(actual))
+        if expected.get(key) != actual.get(key)
+    ]
+    tally = Tally(count=len(anomalies), examples=anomalies[:max_examples])
+    return {"aggregate.expected-output": tally}

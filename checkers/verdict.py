@@ -53,6 +53,8 @@ NEEDS_FINAL_SCAN = (
     "isolation.fractured-read",
     "isolation.aborted-offset-read",
 )
+# Checks that follow each input id into the output: meaningless when the output is results.
+OUTPUT_IS_COPIES = ("delivery.lost", "delivery.duplicate", "delivery.phantom")
 MANIFEST_KEYS = ("workload", "mode", "seed", "kafka_version", "faults", "backend", "command")
 
 
@@ -65,7 +67,7 @@ def check_run(spark: SparkSession, run_dir: Path, *, max_examples: int = 5) -> d
     applicable = [name for name in DESCRIPTIONS if name not in not_applicable]
 
     parts: list[DataFrame] = [isolation.offset_findings(history, census)]
-    if "delivery.lost" in applicable:
+    if any(name in applicable for name in delivery.DESCRIPTIONS):
         parts.append(delivery.delivery_findings(history))
     txn_stats: dict[str, int] = {}
     txns = None
@@ -84,6 +86,8 @@ def check_run(spark: SparkSession, run_dir: Path, *, max_examples: int = 5) -> d
     tallies.update(liveness.liveness_tallies(census, history.input_topic, max_examples))
     if "aggregate.mismatch" in applicable:
         tallies.update(aggregates.aggregate_tallies(history, census, max_examples))
+    if "aggregate.expected-output" in applicable:
+        tallies.update(aggregates.expected_output_tallies(census, max_examples))
 
     checks = {name: result(DESCRIPTIONS[name], tallies.get(name)) for name in applicable}
     if "fencing.zombie-write" in checks:
@@ -128,6 +132,15 @@ def _not_applicable(history: History, census: Census) -> dict[str, str]:
             reasons.setdefault(name, "the history has no final-committed scan")
     if not census.end_rows_of("aggregate"):
         reasons["aggregate.mismatch"] = "the pipeline keeps no aggregates (no aggregate rows)"
+    if history.manifest.get("expect"):
+        for name in OUTPUT_IS_COPIES:
+            reasons.setdefault(
+                name,
+                "the output holds the results of an aggregation (--expect), not copies of "
+                "input records; aggregate.expected-output judges it",
+            )
+    else:
+        reasons["aggregate.expected-output"] = "the run has no --expect function"
     if not census.end_rows_of("log-end"):
         reasons.setdefault(
             "isolation.aborted-offset-read", "the history has no end state (log-end rows)"

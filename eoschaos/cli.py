@@ -82,6 +82,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="where an output record names its source id: key (default), header:NAME, json:PATH",
     )
     run.add_argument(
+        "--expect",
+        default="",
+        help="--workload byo, an aggregating pipeline: MODULE:FUNCTION or FILE.py:FUNCTION "
+        "mapping the committed input records to the expected final value per output key "
+        "(docs/byo.md)",
+    )
+    run.add_argument(
         "--faults",
         default="",
         help="comma-separated faults for a random schedule from --seed (docs/schedules.md): "
@@ -317,6 +324,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         partitions=args.partitions,
         command=args.pipeline_command,
         id_from=args.id_from,
+        expect=args.expect,
         start_timeout=args.start_timeout,
         kafka_version=version,
         backend=args.backend,

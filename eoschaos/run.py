@@ -32,6 +32,7 @@ from clusters.process_backend import ProcessCluster, progress_to_stderr
 from eoschaos.errors import EoschaosError
 from eoschaos.history import write_manifest
 from workloads import registry
+from workloads.harness.expected import load_expect
 from workloads.harness.pipeline import PipelineConfig, WorkloadFailed
 from workloads.harness.reader import IdSource
 
@@ -68,6 +69,7 @@ class RunConfig:
     group: str = ""  # default: eoschaos-<workload>
     command: str | None = None  # --workload byo: the line that starts one instance
     id_from: str = "key"  # where output records name their source id (docs/byo.md)
+    expect: str = ""  # --workload byo: MODULE:FUNCTION, the expected output per key
     start_timeout: float | None = None  # seconds until first output (None: the workload's)
 
     def __post_init__(self) -> None:
@@ -82,6 +84,10 @@ class RunConfig:
             IdSource(self.id_from)
         except ValueError as exc:
             raise EoschaosError(str(exc)) from exc
+        if self.expect:
+            if self.workload != "byo":
+                raise EoschaosError(f"--expect is for --workload byo, not {self.workload}")
+            load_expect(self.expect)  # a module that does not load is bad input, now
         self.instances = self.instance_count()
         if self.backend not in BACKENDS:
             raise EoschaosError(
@@ -121,6 +127,8 @@ class RunConfig:
             line += ["--command", self.command]
         if self.id_from != "key":
             line += ["--id-from", self.id_from]
+        if self.expect:
+            line += ["--expect", self.expect]
         line += ["--records", str(self.records), "--instances", str(self.instance_count())]
         line += ["--partitions", str(self.partitions), "--kafka-version", self.kafka_version]
         if not self.recovery_wait:
@@ -162,6 +170,7 @@ class RunConfig:
             group=self.group,
             non_idempotent_seeder=self.non_idempotent_seeder,
             id_from=self.id_from,
+            expect=self.expect,
         )
 
     def workload_options(self) -> registry.WorkloadOptions:

@@ -121,6 +121,11 @@ def test_zero_brokers_is_a_usage_error(eoschaos):
         (["--id-from", "body"], "--id-from 'body' is not key, header:NAME or json:PATH"),
         (["--workload", "streams", "--mode", "x"], "unknown mode 'x' for streams"),
         (["--start-timeout", "0"], "--start-timeout must be > 0 seconds"),
+        (["--expect", "workloads.byo_examples:kip447_output"], "--expect is for --workload byo"),
+        (
+            ["--workload", "byo", "--command", "true", "--expect", "nowhere.py:f"],
+            "--expect 'nowhere.py:f': cannot load nowhere.py",
+        ),
     ],
 )
 def test_bad_run_arguments_are_refused_before_anything_starts(tmp_path, eoschaos, args, phrase):

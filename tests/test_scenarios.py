@@ -43,6 +43,10 @@ EVERY_CHECK = (
 BLACK_BOX = (*TRANSACTIONAL, "delivery.duplicate", "isolation.aborted-offset-read")
 
 
+# An aggregating pipeline (--expect) writes results, not copies: no input id to follow.
+AGGREGATING = tuple(check for check in ALWAYS if check not in ("delivery.lost", "delivery.phantom"))
+
+
 # Spark keeps its source offsets in its checkpoint: no group offsets to judge.
 def without_group_offsets(checks: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(check for check in checks if check != "liveness.group-offsets")
@@ -196,6 +200,35 @@ SCENARIOS += [
         {"workload": "byo", "command": BYO_KIP447, "mode": "alos", "faults": "kill,crash"},
         must_fail=("delivery.duplicate",),
         must_pass=ALWAYS,
+        nightly=True,
+    ),
+]
+SCENARIOS += [
+    Scenario(
+        # The kip447 processor judged as a table: its last value per key against --expect.
+        "byo-expect-crash",
+        {
+            "workload": "byo",
+            "command": BYO_KIP447,
+            "expect": "workloads.byo_examples:kip447_output",
+            "faults": "crash",
+            "duration": 25,
+        },
+        must_pass=(*AGGREGATING, "aggregate.expected-output"),
+    ),
+    Scenario(
+        # Counts kept in memory only: a partition taken over is counted from zero again.
+        "byo-counter-crash",
+        {
+            "workload": "byo",
+            "command": f"{sys.executable} -m workloads.byo_examples",
+            "mode": "alos",
+            "expect": "workloads.byo_examples:counts_per_partition",
+            "faults": "crash",
+            "duration": 25,
+        },
+        must_fail=("aggregate.expected-output",),
+        must_pass=AGGREGATING,
         nightly=True,
     ),
 ]

@@ -12,12 +12,11 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Message, TopicPartition
 
 from clusters.admin import run_tool
 from clusters.kafka_dist import KafkaDistribution
@@ -184,19 +183,14 @@ def record_end_state(
 AGGREGATES_WRITER = "end-aggregates"
 
 
-def record_aggregates(
-    bootstrap: str, run_dir: Path, topic: str, buckets: int, timeout: float
-) -> int:
-    """Writer `end-aggregates`: the last committed value of every key of an aggregate topic
-    (key = a decimal key, value = JSON), one `end` row f=`aggregate` each, with params
-    {"key", "buckets", "value"}. Read after the run settled, to the LSO. Returns the keys."""
-    admin = admin_for(bootstrap)
-    ends = end_offsets(admin, topic, committed=True)
-    latest: dict[str, tuple[int, int, Any]] = {}  # key -> (partition, offset, value)
+def committed_records(bootstrap: str, topic: str, timeout: float) -> Iterator[Message]:
+    """Every committed record of `topic`, from the beginning to its LSO as of the call, in
+    partition order; stops early (short) after `timeout` seconds."""
+    ends = end_offsets(admin_for(bootstrap), topic, committed=True)
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
-            "group.id": f"eoschaos-aggregates-{uuid.uuid4().hex[:8]}",  # required, never used
+            "group.id": f"eoschaos-final-{uuid.uuid4().hex[:8]}",  # required, never used
             "isolation.level": "read_committed",
             "enable.auto.commit": False,
             "log_level": 3,
@@ -211,23 +205,40 @@ def record_aggregates(
                 for tp in consumer.position([TopicPartition(topic, p) for p in ends])
             }
             if all(positions.get(p, -1) >= end for p, end in ends.items() if end > 0):
-                break
+                return
             for message in consumer.consume(500, 0.2):
-                if message.error() is None and message.key() is not None:
-                    value = json.loads(message.value())
-                    latest[message.key().decode()] = (message.partition(), message.offset(), value)
+                if message.error() is None:
+                    yield message
     finally:
         consumer.close()
+
+
+def last_values(bootstrap: str, topic: str, timeout: float) -> dict[str, Message]:
+    """The last committed record of every key of `topic` (a table's current state)."""
+    latest: dict[str, Message] = {}
+    for message in committed_records(bootstrap, topic, timeout):
+        if message.key() is not None:
+            latest[message.key().decode(errors="replace")] = message
+    return latest
+
+
+def record_aggregates(
+    bootstrap: str, run_dir: Path, topic: str, buckets: int, timeout: float
+) -> int:
+    """Writer `end-aggregates`: the last committed value of every key of an aggregate topic
+    (key = a decimal key, value = JSON), one `end` row f=`aggregate` each, with params
+    {"key", "buckets", "value"}. Read after the run settled, to the LSO. Returns the keys."""
+    latest = last_values(bootstrap, topic, timeout)
     with HistoryWriter(run_dir, AGGREGATES_WRITER) as history:
-        for key, (partition, offset, value) in sorted(latest.items()):
-            params = {"key": key, "buckets": buckets, "value": value}
+        for key, message in sorted(latest.items()):
+            params = {"key": key, "buckets": buckets, "value": json.loads(message.value())}
             history.record(
                 "end",
                 "ok",
                 "aggregate",
                 topic=topic,
-                partition=partition,
-                offset=offset,
+                partition=message.partition(),
+                offset=message.offset(),
                 params=json.dumps(params, sort_keys=True),
             )
     return len(latest)

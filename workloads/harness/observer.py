@@ -53,6 +53,12 @@ class Observer(threading.Thread):
         self.targets: dict[tuple[str, int], int] = {}
         self.failure: Exception | None = None
         self._closed = False
+        self._records_seen = 0
+
+    @property
+    def records_seen(self) -> int:
+        """Output records read so far, whether or not they name a source id."""
+        return self._records_seen
 
     @property
     def ids_seen(self) -> int:
@@ -70,7 +76,7 @@ class Observer(threading.Thread):
     def run(self) -> None:
         try:
             while not self._stop_requested.is_set():
-                self._reader.poll()
+                self._records_seen += self._reader.poll()
             committed = self._reader.isolation == "read_committed"
             # an admin handle only for this: one held for the run would outlive the cluster
             ends = end_offsets(admin_for(self._bootstrap_servers), self._topic, committed=committed)

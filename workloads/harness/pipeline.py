@@ -31,6 +31,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from clusters import admin
 from clusters.kafka_dist import KafkaDistribution
+from workloads.harness.expected import load_expect, record_expected
 from workloads.harness.final import ScanResult, final_scan, record_end_state, wait_settled
 from workloads.harness.observer import Observer
 from workloads.harness.offsets import admin_for, group_lag, members_with_partitions
@@ -47,6 +48,7 @@ PROGRESS_INTERVAL_S = 5.0
 CRASH_AIM_TIMEOUT_S = 60.0  # then the crash lands wherever the instance is
 CRASH_AIM_STEP_S = 0.05
 TOPIC_READY_TIMEOUT_S = 30.0
+EXPECTED_READ_TIMEOUT_S = 120.0  # each of: the committed input, the output (--expect)
 
 
 class WorkloadFailed(Exception):
@@ -69,6 +71,9 @@ class PipelineConfig:
     group: str = "eoschaos-kip447"
     non_idempotent_seeder: bool = False
     id_from: str = "key"  # where output records name their source id (IdSource)
+    # MODULE:FUNCTION giving the expected final value per output key (harness.expected);
+    # set, the output holds results of an aggregation, not copies of input records
+    expect: str = ""
     extra_env: dict[str, str] = field(default_factory=dict)
 
 
@@ -123,6 +128,7 @@ class PipelineWorkload:
         self.pipeline = pipeline
         self.bootstrap = bootstrap
         self.instance_bootstrap = instance_bootstrap or (lambda _instance: bootstrap)
+        self._expect = load_expect(config.expect) if config.expect else None
         self.run_dir = Path(run_dir)
         self.dist = dist
         self._progress = progress
@@ -299,12 +305,12 @@ class PipelineWorkload:
                 if self.pipeline.joins_group
                 else wanted
             )
-            if members >= wanted and observer.ids_seen > 0:
+            if members >= wanted and self._output_seen(observer):
                 return
             if time.monotonic() > deadline:
                 break
             time.sleep(0.25)
-        if observer.ids_seen == 0:
+        if not self._output_seen(observer):
             log = self._running_supervisor().log_of(0, 0)
             raise WorkloadFailed(
                 f"workload {self.config.workload} wrote no output to {self.config.output_topic} "
@@ -312,6 +318,11 @@ class PipelineWorkload:
             )
         # Slow to settle, but working: the run goes on and the history shows the rebalances.
         self._progress(f"the group did not stabilise with {wanted} members in {timeout:.0f}s")
+
+    def _output_seen(self, observer: Observer) -> bool:
+        """Output that shows the pipeline works: a record naming a source id, or any record
+        of an aggregating pipeline (whose results name none)."""
+        return (observer.records_seen if self._expect else observer.ids_seen) > 0
 
     def _raise_if_crashing(self) -> None:
         """Before faults, an instance that dies on its own is a broken pipeline or command."""
@@ -352,7 +363,7 @@ class PipelineWorkload:
     def _lag(self) -> int | str:
         seeder, observer = self._seeder, self._running_observer()
         acked = seeder.acked if seeder is not None else 0
-        if observer.ids_seen < acked:
+        if self._expect is None and observer.ids_seen < acked:
             return f"{acked - observer.ids_seen} acknowledged ids not in the output yet"
         try:
             lag = group_lag(self.bootstrap, self._admin, self.config.group, self.input_topic)
@@ -406,6 +417,16 @@ class PipelineWorkload:
             else set(),
         )
         self.pipeline.record_outputs(self.bootstrap, self.run_dir)
+        if self._expect is not None:
+            expected, results = record_expected(
+                self.bootstrap,
+                self.run_dir,
+                self._expect,
+                config.input_topic,
+                config.output_topic,
+                EXPECTED_READ_TIMEOUT_S,
+            )
+            self._progress(f"--expect: {expected} expected keys, {results} keys in the output")
         self._progress("final scans and end state recorded")
         return self.scans
 

@@ -1,0 +1,123 @@
+"""An aggregating pipeline judged by its user's own expected-output function (`--expect`).
+
+A pipeline that aggregates (counts per user, totals per account) writes results, not copies of
+its input, so no output record names one source id. What exactly-once means for it is that its
+final results equal those of its input processed once. The user says what those are: a Python
+function from the committed input records to the expected final value per output key. After the
+run the harness calls it on the committed input and reads the last committed value of every key
+of the output topic, and records both as `end` rows (writer `end-expected`): f=`expected` and
+f=`result`, params {"key", "value"}. The checker only compares rows; it never runs user code,
+so an old run directory is re-checked against the expectations recorded at the time.
+
+Values are compared as canonical text: JSON (what the record holds, or what the function
+returned, if it is JSON) with sorted keys and no spaces, else the UTF-8 text as it is.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from eoschaos.errors import EoschaosError
+from eoschaos.history import HistoryWriter
+from workloads.harness.final import committed_records, last_values
+
+EXPECTED_WRITER = "end-expected"
+
+
+@dataclass(frozen=True)
+class InputRecord:
+    """One committed input record as the seeder wrote it (docs/byo.md)."""
+
+    id: int
+    partition: int
+    key: bytes
+    value: bytes
+
+
+ExpectFunction = Callable[[Iterator[InputRecord]], Mapping[Any, Any]]
+
+
+def load_expect(spec: str) -> ExpectFunction:
+    """`MODULE:FUNCTION` (importable from the working directory) or `FILE.py:FUNCTION`."""
+    where, _, name = spec.rpartition(":")
+    if not where or not name:
+        raise EoschaosError(
+            f"--expect {spec!r} is not MODULE:FUNCTION or FILE.py:FUNCTION; "
+            "e.g. --expect my_expectations.py:counts_per_key"
+        )
+    try:
+        if where.endswith(".py"):
+            path = Path(where)
+            module_spec = importlib.util.spec_from_file_location(path.stem, path)
+            if module_spec is None or module_spec.loader is None or not path.is_file():
+                raise FileNotFoundError(f"no file {path}")
+            module = importlib.util.module_from_spec(module_spec)
+            module_spec.loader.exec_module(module)
+        else:
+            module = importlib.import_module(where)
+    except Exception as exc:  # the user's module: any error is theirs to see, in one line
+        raise EoschaosError(
+            f"--expect {spec!r}: cannot load {where}: {type(exc).__name__}: {exc}"
+        ) from None
+    function = getattr(module, name, None)
+    if not callable(function):
+        raise EoschaosError(f"--expect {spec!r}: {where} has no function {name!r}")
+    return function
+
+
+def canonical(value: Any) -> str:
+    """The text two values are compared by: canonical JSON where it is JSON, else the text."""
+    if isinstance(value, bytes):
+        value = value.decode(errors="replace")
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return value
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def _input_records(bootstrap: str, topic: str, timeout: float) -> Iterator[InputRecord]:
+    for message in committed_records(bootstrap, topic, timeout):
+        key = message.key() or b""
+        if key.isdigit():  # every seeded record; anything else is not ours to feed in
+            yield InputRecord(int(key), message.partition(), key, message.value() or b"")
+
+
+def record_expected(
+    bootstrap: str,
+    run_dir: Path,
+    function: ExpectFunction,
+    input_topic: str,
+    output_topic: str,
+    timeout: float,
+) -> tuple[int, int]:
+    """Call `function` on the committed input, read the output's last values; record both.
+    Returns (expected keys, result keys)."""
+    expected = {
+        str(key): canonical(value)
+        for key, value in function(_input_records(bootstrap, input_topic, timeout)).items()
+    }
+    results = last_values(bootstrap, output_topic, timeout)
+    with HistoryWriter(run_dir, EXPECTED_WRITER) as history:
+        for key, value in sorted(expected.items()):
+            params = json.dumps({"key": key, "value": value}, sort_keys=True)
+            history.record("end", "ok", "expected", topic=input_topic, params=params)
+        for key, message in sorted(results.items()):
+            params = json.dumps({"key": key, "value": canonical(message.value() or b"")})
+            history.record(
+                "end",
+                "ok",
+                "result",
+                topic=output_topic,
+                partition=message.partition(),
+                offset=message.offset(),
+                params=params,
+            )
+    return len(expected), len(results)
