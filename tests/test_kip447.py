@@ -243,6 +243,19 @@ def test_killed_instance_is_replaced_by_its_next_incarnation_with_the_same_trans
     assert {e["txn_id"] for e in instance_1} == {"kip447-1"}
 
 
+def test_a_second_crash_right_after_the_first_hits_the_replacement(
+    session_cluster: ProcessCluster, tmp_path: Path
+) -> None:
+    def crash_twice(workload: Kip447Workload) -> None:
+        wait_for_history(tmp_path / HISTORY_DIR / "processor-1.0.jsonl", has_event(f="commit"))
+        workload.kill_instance(1)
+        workload.kill_instance(1)  # as from a late schedule: before the supervisor replaced it
+
+    run = run_workload(session_cluster, unique_config(SMALL_RUN), tmp_path, crash_twice)
+    exits = [(e["incarnation"], e["error"]) for e in run.select("supervisor", instance=1, f="exit")]
+    assert exits == [(0, "-9"), (1, "-9"), (2, "0")]
+
+
 def test_after_a_kill_processing_completes_exactly_once(eos_kill_run: Run) -> None:
     assert eos_kill_run.select("processor-1.1", f="commit", type="ok")
     committed = Counter(e["id"] for e in eos_kill_run.output_reads("final-committed"))

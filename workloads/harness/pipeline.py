@@ -47,6 +47,7 @@ SETTLE_TIMEOUT_S = 30.0  # transaction.timeout.ms (20 s) plus time to write the 
 PROGRESS_INTERVAL_S = 5.0
 CRASH_AIM_TIMEOUT_S = 60.0  # then the crash lands wherever the instance is
 CRASH_AIM_STEP_S = 0.05
+REPLACEMENT_WAIT_S = 10.0  # the supervisor restarts a crashed instance after at most ~1 s
 TOPIC_READY_TIMEOUT_S = 30.0
 EXPECTED_READ_TIMEOUT_S = 120.0  # each of: the committed input, the output (--expect)
 
@@ -129,6 +130,7 @@ class PipelineWorkload:
         self.bootstrap = bootstrap
         self.instance_bootstrap = instance_bootstrap or (lambda _instance: bootstrap)
         self._expect = load_expect(config.expect) if config.expect else None
+        self._crashed: dict[int, int] = {}  # instance -> the last incarnation a crash hit
         self.run_dir = Path(run_dir)
         self.dist = dist
         self._progress = progress
@@ -253,7 +255,17 @@ class PipelineWorkload:
         window (or CRASH_AIM_TIMEOUT_S passed), and killed there."""
         supervisor = self._running_supervisor()
         state_dir = self.state_dir(instance)
-        since = next(i.started for i in supervisor.instances() if i.instance == instance)
+        # A crash due while the supervisor still replaces the last one (a schedule running
+        # late) hits the replacement, rather than the dead process (a no-op, or an error).
+        deadline = time.monotonic() + REPLACEMENT_WAIT_S
+        while time.monotonic() < deadline:
+            current = next(i for i in supervisor.instances() if i.instance == instance)
+            replaced = current.incarnation > self._crashed.get(instance, -1)
+            if replaced and supervisor.instance_pid(instance) is not None:
+                break
+            time.sleep(CRASH_AIM_STEP_S)
+        self._crashed[instance] = current.incarnation
+        since = current.started
         deadline = time.monotonic() + CRASH_AIM_TIMEOUT_S
         while True:
             supervisor.pause_instance(instance)
