@@ -8,6 +8,7 @@ by their effects (offsets, ids), not one by one: the pipeline writes no `txn` hi
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from workloads.harness.supervisor import Launch, Supervisor
@@ -42,5 +43,5 @@ class CommandPipeline:
     def record_outputs(self, bootstrap: str, run_dir: Path) -> None:
         """Nothing beyond the output topic."""
 
-    def in_crash_window(self, state_dir: Path, since: float) -> bool:
+    def in_crash_window(self, state_dir: Path, since: float, output_end: Callable[[], int]) -> bool:
         return True  # any moment will do

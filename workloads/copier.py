@@ -15,6 +15,7 @@ Nothing stops both from copying the same records, so the output holds duplicates
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 from clusters.kafka_dist import KafkaDistribution, java_binary
@@ -84,5 +85,5 @@ class CopierPipeline:
     def record_outputs(self, bootstrap: str, run_dir: Path) -> None:
         """Nothing beyond the output topic: the copier's output is 1:1 with its input."""
 
-    def in_crash_window(self, state_dir: Path, since: float) -> bool:
+    def in_crash_window(self, state_dir: Path, since: float, output_end: Callable[[], int]) -> bool:
         return True  # any moment will do

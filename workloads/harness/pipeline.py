@@ -34,7 +34,7 @@ from clusters.kafka_dist import KafkaDistribution
 from workloads.harness.expected import load_expect, record_expected
 from workloads.harness.final import ScanResult, final_scan, record_end_state, wait_settled
 from workloads.harness.observer import Observer
-from workloads.harness.offsets import admin_for, group_lag, members_with_partitions
+from workloads.harness.offsets import admin_for, end_offsets, group_lag, members_with_partitions
 from workloads.harness.reader import IdSource
 from workloads.harness.seeder import Seeder
 from workloads.harness.supervisor import InstanceInfo, Launch, Supervisor
@@ -101,11 +101,12 @@ class Pipeline(Protocol):
     def record_outputs(self, bootstrap: str, run_dir: Path) -> None:
         """Record pipeline-specific end rows (e.g. a Streams app's aggregates)."""
 
-    def in_crash_window(self, state_dir: Path, since: float) -> bool:
+    def in_crash_window(self, state_dir: Path, since: float, output_end: Callable[[], int]) -> bool:
         """Asked while the instance is frozen: is this a moment a crash tests something? A
-        pipeline whose interesting window is narrow (Spark: between a batch's write and its
-        commit-log entry) says no until it is in it; the others always say yes. `since`: when
-        the running incarnation started (wall clock)."""
+        pipeline whose interesting window is narrow (Spark: between a batch's first output
+        record and its commit-log entry) says no until it is in it; the others always say yes.
+        `since`: when the running incarnation started (wall clock); `output_end()`: the output
+        topic's records so far (the sum of its high watermarks)."""
 
 
 def progress_to_stderr(message: str) -> None:
@@ -269,11 +270,15 @@ class PipelineWorkload:
         deadline = time.monotonic() + CRASH_AIM_TIMEOUT_S
         while True:
             supervisor.pause_instance(instance)
-            if self.pipeline.in_crash_window(state_dir, since) or time.monotonic() > deadline:
+            aimed = self.pipeline.in_crash_window(state_dir, since, self._output_end)
+            if aimed or time.monotonic() > deadline:
                 break
             supervisor.resume_instance(instance)
             time.sleep(CRASH_AIM_STEP_S)
         supervisor.kill_instance(instance)
+
+    def _output_end(self) -> int:
+        return sum(end_offsets(self._admin, self.output_topic, committed=False).values())
 
     def state_dir(self, instance: int) -> Path:
         return self.workload_dir / "state" / f"instance-{instance}"

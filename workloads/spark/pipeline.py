@@ -6,15 +6,19 @@ source offsets in the checkpoint, not in a consumer group, so the harness waits 
 to cover the input instead of for group offsets.
 
 A crash is aimed at the window that matters: a micro-batch whose offsets this incarnation put
-in the checkpoint's write-ahead log (offsets/N) but not yet in its commit log (commits/N) is
-running -- writing its output -- and will be run again after a restart. A kill at a random
-moment mostly lands on a driver that is starting up (~30 s on a loaded machine) or waiting for
-its next trigger, where nothing is in flight and neither mode can show anything.
+in the checkpoint's write-ahead log (offsets/N) but not yet in its commit log (commits/N) will
+be run again after a restart, and if some of its output is already written, that output is
+written twice (mode alos) or must be skipped (mode eos). A kill at a random moment mostly lands
+on a driver that is starting up (~30 s on a loaded machine) or waiting for its next trigger;
+one aimed only at "planned, not committed" mostly lands before the batch wrote anything (its
+tasks are still being scheduled), where again neither mode can show anything. So the window
+opens when the output topic has grown since the harness first saw the batch planned.
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from workloads.harness.supervisor import Launch, Supervisor
@@ -32,6 +36,7 @@ class SparkPipeline:
 
     def __init__(self, mode: str) -> None:
         self._mode = mode
+        self._planned_at: tuple[Path, int, int] | None = None  # (state dir, batch, output end)
 
     def prepare(self, workload_dir: Path) -> None:
         """Nothing to write: the job reads the environment."""
@@ -48,15 +53,22 @@ class SparkPipeline:
     def record_outputs(self, bootstrap: str, run_dir: Path) -> None:
         """Nothing beyond the output topic: the job's output is 1:1 with its input."""
 
-    def in_crash_window(self, state_dir: Path, since: float) -> bool:
+    def in_crash_window(self, state_dir: Path, since: float, output_end: Callable[[], int]) -> bool:
         """The newest batch was planned by this incarnation (not a batch a killed one left
-        behind, which a restarting driver has not begun to re-run) and is not committed."""
+        behind, which a restarting driver has not begun to re-run), is not committed, and the
+        output grew since it was first seen planned: the batch is writing."""
         checkpoint = state_dir / CHECKPOINT_DIR
         planned = _batches(checkpoint / "offsets")
         if not planned:
             return False
         newest = max(planned)
-        return planned[newest] >= since and newest not in _batches(checkpoint / "commits")
+        if planned[newest] < since or newest in _batches(checkpoint / "commits"):
+            return False
+        end = output_end()
+        if self._planned_at is None or self._planned_at[:2] != (state_dir, newest):
+            self._planned_at = (state_dir, newest, end)
+            return False
+        return end > self._planned_at[2]
 
 
 def _batches(log: Path) -> dict[int, float]:
