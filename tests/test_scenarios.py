@@ -196,8 +196,11 @@ SCENARIOS += [
         must_pass=BLACK_BOX,
     ),
     Scenario(
+        # Crashes only: under load a broker kill takes ~20 s to heal, and a crash scheduled
+        # after it can land after the last input record, where alos has nothing to replay
+        # (seed 4 of 1-5 PASSed that way under kill,crash).
         "byo-kip447-alos-crash",
-        {"workload": "byo", "command": BYO_KIP447, "mode": "alos", "faults": "kill,crash"},
+        {"workload": "byo", "command": BYO_KIP447, "mode": "alos", "faults": "crash"},
         must_fail=("delivery.duplicate",),
         must_pass=ALWAYS,
         nightly=True,
