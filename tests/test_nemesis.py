@@ -209,8 +209,15 @@ def test_split_lets_the_majority_take_over_the_minority_partitions_while_it_hold
     hurt = nemesis(Aim(topic))
     active = hurt.start(_event("split", "broker:3"))
     assert active is not None
-    assert _produce_within(cluster.bootstrap, topic, 45)
+    # fenced after broker.session.timeout.ms (6 s), plus a controller election if it led
+    deadline = time.monotonic() + 60
+    while cluster.partition_leader(topic, 0) == 3 and time.monotonic() < deadline:
+        time.sleep(0.5)
     assert cluster.partition_leader(topic, 0) in (1, 2)
+    # a client on the majority's side (a request in flight to the cut broker would hang
+    # until its 30 s request timeout, so the producer starts now, not before the move)
+    majority = ",".join(cluster.client_address(n) for n in (1, 2))
+    assert _produce_within(majority, topic, 30)
     hurt.heal(active=active)
 
 
