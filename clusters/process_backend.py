@@ -203,8 +203,12 @@ class ProcessCluster:
 
     @property
     def bootstrap(self) -> str:
+        return self._proxy_addresses("client")
+
+    def _proxy_addresses(self, link: Link) -> str:
+        """Bootstrap servers through `link`'s proxy on every node."""
         assert self.plan is not None
-        return ",".join(self.client_address(node_id) for node_id in self.plan.nodes)
+        return ",".join(f"127.0.0.1:{ports.proxy[link]}" for ports in self.plan.nodes.values())
 
     def client_address(self, node_id: int) -> str:
         """The proxy address through which clients reach node `node_id` (and only it)."""
@@ -214,11 +218,9 @@ class ProcessCluster:
     def instance_bootstrap(self, instance: int) -> str:
         """Bootstrap servers of workload instance `instance`: its own lane if the cluster has
         one for it (the lane's proxies carry only its traffic), else the shared listener."""
-        assert self.plan is not None
         if instance >= self.spec.instance_lanes:
             return self.bootstrap
-        link = lane_link(instance)
-        return ",".join(f"127.0.0.1:{ports.proxy[link]}" for ports in self.plan.nodes.values())
+        return self._proxy_addresses(lane_link(instance))
 
     def proxied_links(self, node_id: int) -> list[Link]:
         """The node's links that have a proxy: all but the controller's on a broker-only node."""

@@ -332,9 +332,9 @@ def _drive(
 
 def check_lanes(schedule: list[FaultEvent], cluster: ProcessCluster) -> None:
     """isolate-instance cuts the instance's own lane; a shared cluster may have too few."""
+    lanes = cluster.spec.instance_lanes
     for event in schedule:
         instance = fixed_number(event.target)
-        lanes = cluster.spec.instance_lanes
         if event.fault == "isolate-instance" and instance is not None and instance >= lanes:
             raise EoschaosError(
                 f"fault isolate-instance on {event.target} needs a client lane for that "
