@@ -327,14 +327,23 @@ class Nemesis:
 
     def _isolate_instance(self, params: dict[str, Any]) -> Callable[[], None]:
         """The instance's host leaves the network: its lane is cut on every broker, while the
-        other instances and eoschaos's own clients still reach the whole cluster."""
-        lane = lane_link(params["instance"])
+        other instances and eoschaos's own clients still reach the whole cluster.
+
+        Aimed like a zombie: at a produced, uncommitted batch. The instance is frozen for the
+        few milliseconds the cut takes to install, so its send-offsets and commit cannot slip
+        through first; it then sits cut off mid-transaction past its session. Cut between
+        batches, it would only lose its partitions and have nothing left to be fenced."""
+        instance = params["instance"]
+        lane = lane_link(instance)
         if lane not in self.cluster.client_links():
-            raise LookupError(
-                f"instance {params['instance']} has no lane of its own on this cluster"
-            )
+            raise LookupError(f"instance {instance} has no lane of its own on this cluster")
         links = [(node_id, lane) for node_id in self.cluster.spec.node_ids]
-        return self._cut(links, params.get("mode", "silent"))
+        params["mid_transaction"] = self._await_transaction(instance, ZOMBIE_TRIGGER_WAIT_S)
+        self.workload.pause_instance(instance)
+        try:
+            return self._cut(links, params.get("mode", "silent"))
+        finally:
+            self.workload.resume_instance(instance)
 
     def _toxic(self, node_id: int, toxic: str, attributes: dict[str, Any]) -> Callable[[], None]:
         """A toxic on broker → client only (every client link): requests arrive intact,

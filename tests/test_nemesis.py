@@ -40,6 +40,13 @@ class Aim:
     def transactional_id(self, _instance: int) -> str:
         return self.txn_id
 
+    # No instance processes here: nothing to freeze while an isolate-instance cut installs.
+    def pause_instance(self, _instance: int) -> None:
+        pass
+
+    def resume_instance(self, _instance: int) -> None:
+        pass
+
 
 @pytest.fixture
 def nemesis(cluster: ProcessCluster, tmp_path: Path):
