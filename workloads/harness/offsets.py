@@ -13,6 +13,7 @@ from confluent_kafka import (
     ConsumerGroupTopicPartitions,
     IsolationLevel,
     KafkaError,
+    KafkaException,
     TopicPartition,
 )
 from confluent_kafka.admin import AdminClient, OffsetSpec
@@ -111,11 +112,23 @@ def _query_group_offsets(bootstrap: str, group: str, topic: str) -> list[list]:
     ]
 
 
-def members_with_partitions(admin: AdminClient, group: str) -> int:
-    """How many members hold partitions in a Stable group (0 while it rebalances)."""
-    description = admin.describe_consumer_groups([group], request_timeout=ADMIN_TIMEOUT_S)[
-        group
-    ].result()
+def members_with_partitions(
+    admin: AdminClient, group: str, timeout: float = ADMIN_TIMEOUT_S
+) -> int:
+    """How many members hold partitions in a Stable group (0 while it rebalances).
+
+    A describe that times out or finds the coordinator moving also counts as 0: on a loaded
+    machine the group coordinator can be slow to answer while the group forms, and that is
+    "not yet", not a broken run."""
+    try:
+        description = admin.describe_consumer_groups([group], request_timeout=timeout)[
+            group
+        ].result()
+    except KafkaException as exc:
+        error = exc.args[0]
+        if error.retriable() or error.code() == KafkaError._TIMED_OUT:
+            return 0
+        raise
     if description.state != ConsumerGroupState.STABLE:
         return 0
     return sum(1 for member in description.members if member.assignment.topic_partitions)
