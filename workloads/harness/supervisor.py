@@ -173,7 +173,11 @@ class Supervisor:
             if not processes.wait_dead(
                 proc.managed, max(0.0, deadline - time.monotonic()), proc.popen
             ):
-                print(f"{proc.name} ignored SIGTERM; killing it", file=sys.stderr)
+                if timeout > 0:  # with no grace (an interrupted run) the kill is the plan
+                    print(
+                        f"{proc.name} still running {timeout:.0f}s after SIGTERM; killing it",
+                        file=sys.stderr,
+                    )
                 processes.kill(proc.managed, proc.popen)
         self._reap()
         self._history.close()
