@@ -74,21 +74,40 @@ class TransactionalProcessor:
         self._offsets_in_transaction = config.mode != "no-fencing"
         self._rng = random.Random(f"{config.seed}/{instance}/{incarnation}")
         self._next_seq = 0
-        self._producer = Producer(
+        self._producer = self._new_producer()
+        self._member = GroupMember(config, history, self._identity)
+
+    def _new_producer(self) -> Producer:
+        return Producer(
             {
-                "bootstrap.servers": config.bootstrap,
-                "transactional.id": txn_id,
+                "bootstrap.servers": self._config.bootstrap,
+                "transactional.id": self._identity["txn_id"],
                 "transaction.timeout.ms": TRANSACTION_TIMEOUT_MS,
                 "message.timeout.ms": MESSAGE_TIMEOUT_MS,
                 "log_level": 4,
             }
         )
-        self._member = GroupMember(config, history, self._identity)
+
+    def _init(self) -> None:
+        self._operation("init", lambda: self._producer.init_transactions(OPERATION_TIMEOUT_S))
+
+    def _renew_producer(self) -> None:
+        """After a transaction aborted on an error: a new producer, whose init_transactions
+        bumps the epoch, so no batch of the next transaction can reuse a sequence number of
+        the aborted one under the same epoch.
+
+        eoschaos caught librdkafka 2.16.0 doing exactly that (docs/findings.md): a batch in
+        flight to a broker that was killed was written, the transaction aborted, and the
+        partition's sequence restarted at that batch's. The next transaction's batch of the
+        same size got the same numbers, the broker took it for a retry of the written one and
+        answered success, and the transaction committed without those records."""
+        self._producer = self._new_producer()  # the old one has nothing left to send
+        self._init()
 
     def run(self) -> None:
         """Process until stop is requested; raises Fenced when this incarnation must exit."""
         try:
-            self._operation("init", lambda: self._producer.init_transactions(OPERATION_TIMEOUT_S))
+            self._init()
             self._member.subscribe()
             while not self._stop.is_set():
                 records = self._member.consume()
@@ -119,11 +138,13 @@ class TransactionalProcessor:
             self._operation(
                 "commit", lambda: self._producer.commit_transaction(OPERATION_TIMEOUT_S), tag
             )
-        except _Abortable:
+        except _Abortable as abortable:
             self._operation(
                 "abort", lambda: self._producer.abort_transaction(OPERATION_TIMEOUT_S), tag
             )
             self._member.rewind()
+            if abortable.__cause__ is not None:  # an error, not an intended abort
+                self._renew_producer()
             return
         if not self._offsets_in_transaction and offsets:
             self._commit_offsets(offsets, tag)
