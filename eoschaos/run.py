@@ -42,6 +42,9 @@ SCHEDULE_OVERRUN_S = 120.0
 VERDICT_FILE = "verdict.json"
 SCHEDULE_FILE = "schedule.json"  # the run's resolved schedule, replayable with --schedule
 REPORT_FILE = "report.html"
+# An interrupted recording child heals its faults (a killed broker restarts: up to 120 s) and
+# stops its instances before it exits.
+INTERRUPTED_CHILD_GRACE_S = 180.0
 
 
 @dataclass
@@ -391,21 +394,35 @@ def record_on_cluster(config: RunConfig, run_dir: Path, cluster_dir: Path) -> No
 
     The pytest plugin records this way so that a crash inside a native client library ends
     one run with its harness-crash.log, not the whole test session.
+
+    Ctrl-C is passed on as one SIGINT, and the child is given time to heal its faults and stop
+    its instances: subprocess.run would SIGKILL it, orphaning them. The child has a session
+    of its own, so a terminal's Ctrl-C reaches it only this way, once.
     """
+    import signal
     import subprocess
     import sys
 
-    child = subprocess.run(
+    with subprocess.Popen(
         [sys.executable, "-m", "eoschaos.run", str(cluster_dir), str(run_dir)],
-        input=json.dumps(asdict(config)),
-        text=True,
+        stdin=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        check=False,
-    )
-    sys.stderr.write(child.stderr)
+        text=True,
+        start_new_session=True,
+    ) as child:
+        try:
+            _, stderr = child.communicate(json.dumps(asdict(config)))
+        except KeyboardInterrupt:
+            child.send_signal(signal.SIGINT)
+            try:
+                child.communicate(timeout=INTERRUPTED_CHILD_GRACE_S)
+            except subprocess.TimeoutExpired:
+                child.kill()
+            raise
+    sys.stderr.write(stderr)
     if child.returncode != 0:
         crash = run_dir / "harness-crash.log"
-        detail = crash.read_text()[-2000:] if crash.exists() else child.stderr[-2000:]
+        detail = crash.read_text()[-2000:] if crash.exists() else stderr[-2000:]
         raise EoschaosError(f"recording {run_dir} failed (exit {child.returncode}): {detail}")
 
 

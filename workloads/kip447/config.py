@@ -22,7 +22,6 @@ EXIT_FENCED = 3
 # Exit status of an at-least-once processor whose output could not be delivered: it stops
 # rather than commit past the gap, and its replacement reprocesses from the committed offsets.
 EXIT_UNDELIVERABLE = 4
-EXIT_ORPHANED = 6  # the supervising harness died
 EXIT_HUNG = 5  # a client call blocked past its timeout; the supervisor replaces the process
 
 

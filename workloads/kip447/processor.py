@@ -16,29 +16,19 @@ import os
 import signal
 import sys
 import threading
-import time
 from dataclasses import replace
 from pathlib import Path
 
 from eoschaos.history import HistoryWriter
+from workloads.harness.orphan import exit_when_orphaned
 from workloads.harness.supervisor import instance_name as writer_name
 from workloads.kip447.at_least_once import AtLeastOnceProcessor, Undeliverable
 from workloads.kip447.config import (
     EXIT_FENCED,
-    EXIT_ORPHANED,
     EXIT_UNDELIVERABLE,
     ProcessorConfig,
 )
 from workloads.kip447.transactional import Fenced, TransactionalProcessor
-
-ORPHAN_CHECK_S = 1.0
-
-
-def _exit_with_supervisor(supervisor: int) -> None:
-    """An orphaned instance (its harness died) must not process on unobserved: exit at once."""
-    while os.getppid() == supervisor:
-        time.sleep(ORPHAN_CHECK_S)
-    os._exit(EXIT_ORPHANED)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -71,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    threading.Thread(target=_exit_with_supervisor, args=(os.getppid(),), daemon=True).start()
+    exit_when_orphaned()
 
     history = HistoryWriter(
         Path(config.run_dir), writer_name(args.instance, args.incarnation), flush_each=True

@@ -35,6 +35,7 @@ from pyspark.sql.functions import col, concat, lit
 from pyspark.sql.streaming import StreamingQuery, StreamingQueryListener
 
 from clusters.admin import admin_client, create_topics
+from workloads.harness.orphan import exit_when_orphaned
 from workloads.spark.connector import connector_jars
 
 MODES = ("eos", "alos")
@@ -367,6 +368,7 @@ def main() -> int:
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
+    exit_when_orphaned()  # the JVM follows: PySpark's gateway exits when its stdin closes
     run(config, stop)
     return 0
 
