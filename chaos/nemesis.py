@@ -338,8 +338,7 @@ class Nemesis:
         if lane not in self.cluster.client_links():
             raise LookupError(f"instance {instance} has no lane of its own on this cluster")
         links = [(node_id, lane) for node_id in self.cluster.spec.node_ids]
-        params["mid_transaction"] = self._await_transaction(instance, ZOMBIE_TRIGGER_WAIT_S)
-        self.workload.pause_instance(instance)
+        self._freeze_mid_transaction(instance, params)
         try:
             return self._cut(links, params.get("mode", "silent"))
         finally:
@@ -386,8 +385,7 @@ class Nemesis:
         produced, nothing committed yet — the moment that makes a zombie dangerous. A pause
         that lands between batches only costs the instance its partitions."""
         instance = params["instance"]
-        params["mid_transaction"] = self._await_transaction(instance, ZOMBIE_TRIGGER_WAIT_S)
-        self.workload.pause_instance(instance)
+        self._freeze_mid_transaction(instance, params)
         return lambda: self.workload.resume_instance(instance)
 
     def _twin(self, params: dict[str, Any]) -> Callable[[], None]:
@@ -396,6 +394,12 @@ class Nemesis:
         twin = self.workload.start_twin(params["instance"])
         params["twin"] = twin
         return lambda: self.workload.stop_twin(twin)
+
+    def _freeze_mid_transaction(self, instance: int, params: dict[str, Any]) -> None:
+        """SIGSTOP the instance right after it produced a batch (or after the wait runs out);
+        whether it was caught mid-transaction goes into the fault's params."""
+        params["mid_transaction"] = self._await_transaction(instance, ZOMBIE_TRIGGER_WAIT_S)
+        self.workload.pause_instance(instance)
 
     def _await_transaction(self, instance: int, timeout: float) -> bool:
         """Follow the instance's live history until it produces a batch (True), or timeout."""
