@@ -408,8 +408,10 @@ class ContainerCluster(ProcessCluster):
             if container is None:
                 self._containers[node_id] = self._create_container(node_id)
             else:
-                self._set_proxies(node_id, enabled=True)  # off since it stopped
                 container.start()
+                # Off since it stopped; on only now that its address (and the gateway the
+                # peer proxies listen on) exists again.
+                self._set_proxies(node_id, enabled=True)
         except APIError as exc:
             if "not found" in str(exc) and "java" in str(exc):
                 raise EoschaosError(
@@ -483,16 +485,20 @@ class ContainerCluster(ProcessCluster):
         return container.attrs["State"]["ExitCode"] != _SIGKILL_EXIT
 
     def _set_proxies(self, node_id: int, *, enabled: bool) -> None:
-        """A stopped container's published ports black-hole new connections (its address is
-        gone: SYNs go unanswered for ~2 min), and Toxiproxy dials upstream in its accept loop,
-        so one such dial would stall the whole proxy (and disabling it then would wait for
-        that dial). So the client proxies are disabled just *before* the node goes down and
-        enabled again when it starts: clients are refused at once, as with a dead process.
+        """Every proxy that dials this node: its client proxies and the peer proxies other
+        nodes reach it by.
 
-        The peer proxies stay: they listen on the network's gateway address, which is gone
-        while no container is attached, so they could not listen again; a peer's dial to the
-        dead node may stall that node's peer proxy until the dial times out."""
-        for link in self.client_links():
+        A stopped container's published ports black-hole new connections (its address is
+        gone: SYNs go unanswered for ~2 min), and Toxiproxy dials upstream in its accept loop,
+        so one such dial stalls the whole proxy: every later connection waits behind it. A
+        peer proxy stalled that way once kept a restarted node from its controller for 2 min
+        14 s, past the broker's 60 s registration timeout, and it exited. So the proxies are
+        disabled just *before* the node goes down and enabled again once its container has
+        started: peers and clients are refused at once, as with a dead process.
+
+        Enabling waits for the container: a peer proxy listens on the network's gateway
+        address, which is gone while no container is attached to the network."""
+        for link in self.proxied_links(node_id):
             self.set_link_enabled(node_id, link, enabled)
 
     def pause_node(self, node_id: int) -> None:

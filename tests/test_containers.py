@@ -196,6 +196,16 @@ def test_killed_broker_container_restarts_on_its_data_and_rejoins(cluster):
     assert any((cluster.node_dir(victim) / "data").glob(f"{topic}-*"))
 
 
+def test_every_proxy_into_a_killed_node_refuses_at_once(cluster):
+    """A proxy left on would dial the dead container's black-holed port and stall ~2 min."""
+    cluster.kill_node(1)
+    assert cluster.plan is not None
+    for link in cluster.proxied_links(1):
+        host = "127.0.0.1" if link in cluster.client_links() else cluster.gateway
+        with pytest.raises(ConnectionRefusedError):
+            socket.create_connection((host, cluster.plan.nodes[1].proxy[link]), timeout=5)
+
+
 def test_clean_stop_exits_on_sigterm_and_the_node_restarts(cluster):
     assert cluster.stop_node(2, timeout=60) is True
     assert not cluster.node_alive(2)
