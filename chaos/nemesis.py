@@ -52,6 +52,11 @@ class Workload(Protocol):
     def transactional_id(self, instance: int) -> str | None: ...
 
 
+def _first_start(timeline: list[tuple[float, int, int]]) -> float | None:
+    """When the earliest start still on the timeline is due."""
+    return min((due for due, is_start, _ in timeline if is_start), default=None)
+
+
 class Nemesis:
     def __init__(
         self,
@@ -74,6 +79,7 @@ class Nemesis:
         self._lock = threading.Lock()
         self._closing = threading.Event()
         self._recovering = False  # a broker came back; its replicas may still be catching up
+        self._next_start_due: float | None = None  # monotonic; None: no start pending
 
     def run(self, schedule: list[FaultEvent], t0: float, stop: threading.Event) -> None:
         """Start each fault at its time (monotonic `t0` + at) and heal it `duration` seconds
@@ -88,21 +94,33 @@ class Nemesis:
             (t0 + event.at, 1, position) for position, event in enumerate(schedule)
         ]
         heapq.heapify(timeline)
-        while timeline:
-            due, is_start, number = heapq.heappop(timeline)
-            wait = max(0.0, due - time.monotonic())
-            if is_start:
-                if stop.wait(wait) or self._closing.is_set():
-                    timeline = [entry for entry in timeline if not entry[1]]
-                    heapq.heapify(timeline)
-                    continue
-                event = schedule[number]
-                active = self.start(event)
-                if active is not None:
-                    heapq.heappush(timeline, (time.monotonic() + event.duration, 0, active))
-            else:
-                self._closing.wait(wait)
-                self.heal(active=number)
+        try:
+            while timeline:
+                due, is_start, number = heapq.heappop(timeline)
+                self._next_start_due = due if is_start else _first_start(timeline)
+                wait = max(0.0, due - time.monotonic())
+                if is_start:
+                    if stop.wait(wait) or self._closing.is_set():
+                        timeline = [entry for entry in timeline if not entry[1]]
+                        heapq.heapify(timeline)
+                        continue
+                    event = schedule[number]
+                    active = self.start(event)
+                    if active is not None:
+                        heapq.heappush(timeline, (time.monotonic() + event.duration, 0, active))
+                else:
+                    self._closing.wait(wait)
+                    self.heal(active=number)
+        finally:
+            self._next_start_due = None
+
+    def overdue(self) -> bool:
+        """True while a fault is past its start time and not yet being applied: a heal before
+        it (a broker restart) or the wait for the last broker's replicas is taking longer than
+        the schedule planned. The seeder holds its input meanwhile, so a late fault still meets
+        input in flight instead of a pipeline that has already processed everything."""
+        due = self._next_start_due
+        return due is not None and time.monotonic() > due
 
     def heal_all(self) -> None:
         while self._active:
@@ -133,6 +151,7 @@ class Nemesis:
         spec = CATALOGUE[event.fault]
         if spec.takes_broker_out:
             self._settle_before_broker_fault()
+        self._next_start_due = None  # applying it now: the input may flow again
         try:
             params = dict(event.params)
             if spec.scope == "broker":

@@ -299,7 +299,7 @@ def _drive(
 
     try:
         workload.setup()
-        workload.start()
+        workload.start(hold_input=nemesis.overdue)
         try:
             workload.wait_running(timeout=config.start_timeout)
         except WorkloadFailed as exc:
@@ -321,6 +321,8 @@ def _drive(
         _make_whole(cluster, progress)
         if not workload.wait_seeded(timeout=CATCH_UP_TIMEOUT_S):
             progress("the seeder did not finish; unsent records are recorded as such")
+        if workload.input_held_s >= 1:
+            progress(f"input was held {workload.input_held_s:.0f}s while faults ran late")
         if not workload.wait_caught_up(timeout=CATCH_UP_TIMEOUT_S):
             progress("the processors did not catch up with the input; liveness will say so")
         workload.stop()

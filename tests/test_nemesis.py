@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import socket
 import struct
+import threading
 import time
 import uuid
 from dataclasses import dataclass
@@ -362,3 +363,20 @@ def test_a_target_that_cannot_be_resolved_is_recorded_as_a_failed_fault(cluster,
     assert hurt.start(_event("kill", "leader:no-such-topic/0")) is None
     assert [e["type"] for e in _fault_history(tmp_path)] == ["invoke", "fail"]
     assert all(cluster.node_alive(node) for node in cluster.spec.node_ids)
+
+
+def test_the_schedule_is_overdue_while_a_restarted_broker_delays_the_next_fault(cluster, nemesis):
+    """The second kill is due 1 s in but waits for broker 3's replicas: the seeder holds input."""
+    hurt = nemesis(Aim(_topic_led_by(cluster, 3)))
+    schedule = [
+        FaultEvent(0.0, "kill", "broker:3", 0.5, {}),
+        FaultEvent(1.0, "kill", "broker:3", 0.5, {}),
+    ]
+    seen: list[bool] = []
+    runner = threading.Thread(target=hurt.run, args=(schedule, time.monotonic(), threading.Event()))
+    runner.start()
+    while runner.is_alive():
+        seen.append(hurt.overdue())
+        time.sleep(0.05)
+    assert seen[0] is False and True in seen and seen[-1] is False
+    assert not hurt.overdue()

@@ -168,8 +168,9 @@ class PipelineWorkload:
             self._wait_topic_known(topic, TOPIC_READY_TIMEOUT_S)
         self._progress(f"topics {', '.join(names)}: {config.partitions} partitions")
 
-    def start(self) -> None:
-        """Start the observer, the instances, then the seeder."""
+    def start(self, hold_input: Callable[[], bool] | None = None) -> None:
+        """Start the observer, the instances, then the seeder; the seeder sends nothing while
+        `hold_input()` is true (the fault schedule running late)."""
         config = self.config
         self._observer = Observer(
             self.bootstrap,
@@ -194,6 +195,7 @@ class PipelineWorkload:
             config.records,
             config.seed_seconds,
             non_idempotent=config.non_idempotent_seeder,
+            hold=hold_input,
         )
         self._seeder.start()
         self._progress(
@@ -353,6 +355,10 @@ class PipelineWorkload:
                     f"status {ended.status} after {ended.ran_s:.1f}s, before any fault; "
                     f"read {log}"
                 )
+
+    @property
+    def input_held_s(self) -> float:
+        return self._seeder.held_s if self._seeder is not None else 0.0
 
     def wait_seeded(self, timeout: float) -> bool:
         """True once every input record has its delivery report."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from confluent_kafka import KafkaError, Message, Producer
@@ -66,8 +67,11 @@ class Seeder(threading.Thread):
         seconds: float,
         *,
         non_idempotent: bool = False,
+        hold: Callable[[], bool] | None = None,
     ) -> None:
         super().__init__(name=WRITER, daemon=True)
+        self._hold = hold or (lambda: False)
+        self.held_s = 0.0  # seconds the input was held back by `hold`
         self._producer_config = seeder_producer_config(bootstrap, non_idempotent)
         self._history = HistoryWriter(run_dir, WRITER)
         self._topic = topic
@@ -120,11 +124,19 @@ class Seeder(threading.Thread):
             self._history.close()
 
     def _send_all(self, producer: Producer) -> None:
-        start = time.monotonic()
+        """Record i is due `i * interval` after the start, plus every second spent held."""
+        start = last = time.monotonic()
         interval = self._seconds / max(1, self._records)
         for record_id in range(self._records):
             while not self._stop_requested.is_set():
-                wait = start + record_id * interval - time.monotonic()
+                now = time.monotonic()
+                elapsed, last = now - last, now
+                if self._hold():
+                    start += elapsed
+                    self.held_s += elapsed
+                    producer.poll(0.1)
+                    continue
+                wait = start + record_id * interval - now
                 if wait <= 0:
                     break
                 producer.poll(min(wait, 0.1))
