@@ -132,11 +132,10 @@ class Seeder(threading.Thread):
                 now = time.monotonic()
                 elapsed, last = now - last, now
                 if self._hold():
-                    start += elapsed
                     self.held_s += elapsed
                     producer.poll(0.1)
                     continue
-                wait = start + record_id * interval - now
+                wait = start + self.held_s + record_id * interval - now
                 if wait <= 0:
                     break
                 producer.poll(min(wait, 0.1))
