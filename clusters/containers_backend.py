@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import ipaddress
 import json
+import socket
 import subprocess
 import time
 from collections.abc import Callable
@@ -473,16 +474,43 @@ class ContainerCluster(ProcessCluster):
         container.wait(timeout=30)
 
     def stop_node(self, node_id: int, timeout: float = 30.0) -> bool:
-        """SIGTERM (controlled shutdown), SIGKILL after `timeout`. True if it exited on TERM."""
+        """SIGTERM (controlled shutdown), SIGKILL after `timeout`. True if it exited on TERM.
+
+        The peer proxies stay on until the node has closed its listeners: a controlled
+        shutdown needs its peers (followers fetching from it, the quorum committing its
+        leadership moves), and with them cut off it never finishes. They go off before the
+        container exits, while its ports still refuse rather than black-hole."""
         container = self._container(node_id)
         if container is None or container.status not in ("running", "paused"):
             return True
-        self._set_proxies(node_id, enabled=False)
+        for link in self.client_links():
+            self.set_link_enabled(node_id, link, False)
         if container.status == "paused":
             container.unpause()
-        container.stop(timeout=int(timeout))
+        deadline = time.monotonic() + timeout
+        container.kill(signal="SIGTERM")
+        self._await_listeners_closed(node_id, container, deadline)
+        self._set_proxies(node_id, enabled=False)
+        container.stop(timeout=max(1, round(deadline - time.monotonic())))
         container.reload()
         return container.attrs["State"]["ExitCode"] != _SIGKILL_EXIT
+
+    def _await_listeners_closed(self, node_id: int, container: Container, deadline: float) -> None:
+        """Until no port the node publishes accepts a connection, or its container has exited.
+
+        The second condition is for runtimes whose published loopback ports are a userland
+        proxy (Docker's docker-proxy), which accepts for as long as the container runs."""
+        assert self.plan is not None
+        ports = [
+            port
+            for listener, port in self.plan.nodes[node_id].real.items()
+            if listener != "controller" or node_id in self.spec.voter_ids
+        ]
+        while time.monotonic() < deadline:
+            container.reload()
+            if container.status != "running" or not any(_accepts(port) for port in ports):
+                return
+            time.sleep(0.1)
 
     def _set_proxies(self, node_id: int, *, enabled: bool) -> None:
         """Every proxy that dials this node: its client proxies and the peer proxies other
@@ -493,8 +521,9 @@ class ContainerCluster(ProcessCluster):
         so one such dial stalls the whole proxy: every later connection waits behind it. A
         peer proxy stalled that way once kept a restarted node from its controller for 2 min
         14 s, past the broker's 60 s registration timeout, and it exited. So the proxies are
-        disabled just *before* the node goes down and enabled again once its container has
-        started: peers and clients are refused at once, as with a dead process.
+        disabled before the node goes down (on a clean stop: once it has closed its listeners)
+        and enabled again once its container has started: peers and clients are refused at
+        once, as with a dead process.
 
         Enabling waits for the container: a peer proxy listens on the network's gateway
         address, which is gone while no container is attached to the network."""
@@ -528,6 +557,16 @@ class ContainerCluster(ProcessCluster):
         if self.runtime.name == "podman":
             args += ["--mac-address", self.node_mac(node_id)]
         self.runtime.run(*args, self.network_name, self.container_name(node_id))
+
+
+def _accepts(port: int) -> bool:
+    """Whether something accepts a connection on the published port right now. A port in the
+    black-holed moment of a container's teardown times out, which counts as not accepting."""
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+    except OSError:
+        return False
+    return True
 
 
 def _subnets_in_use(runtime: Runtime) -> list[ipaddress.IPv4Network]:

@@ -206,11 +206,15 @@ def test_every_proxy_into_a_killed_node_refuses_at_once(cluster):
             socket.create_connection((host, cluster.plan.nodes[1].proxy[link]), timeout=5)
 
 
-def test_clean_stop_exits_on_sigterm_and_the_node_restarts(cluster):
-    assert cluster.stop_node(2, timeout=60) is True
-    assert not cluster.node_alive(2)
-    cluster.start_node(2)
-    assert 2 in cluster.wait_healthy(timeout=180).brokers
+def test_clean_stop_of_the_active_controller_exits_on_sigterm_and_it_restarts(cluster):
+    """The hardest clean stop: its controlled shutdown needs its peers (the quorum it leads,
+    the follower of the partition it leads) until its listeners close."""
+    node = cluster.active_controller()
+    _topic_led_by(cluster, node)
+    assert cluster.stop_node(node, timeout=60) is True
+    assert not cluster.node_alive(node)
+    cluster.start_node(node)
+    assert node in cluster.wait_healthy(timeout=180).brokers
 
 
 def test_paused_broker_stops_answering_and_answers_again_after_resume(cluster):
