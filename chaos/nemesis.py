@@ -105,6 +105,9 @@ class Nemesis:
                         heapq.heapify(timeline)
                         continue
                     event = schedule[number]
+                    self._heal_faults_planned_to_end_by(event.at, timeline)
+                    if stop.is_set():
+                        continue
                     active = self.start(event)
                     if active is not None:
                         heapq.heappush(timeline, (time.monotonic() + event.duration, 0, active))
@@ -113,6 +116,23 @@ class Nemesis:
                     self.heal(active=number)
         finally:
             self._next_start_due = None
+
+    def _heal_faults_planned_to_end_by(
+        self, at: float, timeline: list[tuple[float, int, int]]
+    ) -> None:
+        """Heal, each at its time, the active faults the schedule ends before `at`.
+
+        A start running late (a slow fault before it, a broker's replicas still catching up)
+        would otherwise overtake heals the schedule put before it, and faults validated as
+        apart would overlap: a second kill of the coordinator resolved to the broker the first
+        kill had just taken down, and its heal found that broker already restarted."""
+        with self._lock:
+            ending = {n for n, (e, _) in self._active.items() if e.at + e.duration <= at}
+        for entry in sorted(entry for entry in timeline if not entry[1] and entry[2] in ending):
+            timeline.remove(entry)
+            self._closing.wait(max(0.0, entry[0] - time.monotonic()))
+            self.heal(active=entry[2])
+        heapq.heapify(timeline)
 
     def overdue(self) -> bool:
         """True while a fault is past its start time and not yet being applied: a heal before

@@ -380,3 +380,28 @@ def test_the_schedule_is_overdue_while_a_restarted_broker_delays_the_next_fault(
         time.sleep(0.05)
     assert seen[0] is False and True in seen and seen[-1] is False
     assert not hurt.overdue()
+
+
+@dataclass
+class SlowCrashAim(Aim):
+    """An instance whose crash takes seconds to land, as an aimed crash does."""
+
+    instance_count: int = 1
+
+    def kill_instance(self, _instance: int) -> None:
+        time.sleep(4.0)
+
+
+def test_a_late_start_waits_for_the_heal_the_schedule_put_before_it(cluster, nemesis, tmp_path):
+    """Both kills are overdue when the slow crash ends: the second still starts only once the
+    first has healed, so they never overlap (it once killed an already-dead broker)."""
+    hurt = nemesis(SlowCrashAim(_topic_led_by(cluster, 3)))
+    schedule = [
+        FaultEvent(0.0, "crash", "instance:0", 0.0, {}),
+        FaultEvent(0.5, "kill", "broker:3", 1.0, {}),
+        FaultEvent(2.0, "kill", "broker:3", 1.0, {}),
+    ]
+    hurt.run(schedule, time.monotonic(), threading.Event())
+    kills = [(e["type"], e["time"]) for e in _fault_history(tmp_path) if e["f"] == "kill"]
+    assert [type_ for type_, _ in kills] == ["invoke", "ok", "invoke", "ok"]
+    assert kills[1][1] <= kills[2][1]
