@@ -19,7 +19,7 @@ DESCRIPTIONS = {
     "delivery.lost": "An acknowledged input record (or one in the final input scan) has no "
     "record in the final committed output.",
     "delivery.duplicate": "One input record is reflected more than once in the final committed "
-    "output.",
+    "output (an id has more output copies than input copies).",
     "delivery.phantom": "A committed output record names a source id that was never sent and "
     "is not in the input.",
     "delivery.duplicate-input": "The input topic holds one record id at more than one offset "
@@ -96,8 +96,10 @@ def delivery_findings(history: History) -> DataFrame:
             acked=F.col("acked") == 1,
         ),
         finding(
-            # output records naming no id at all are one phantom row, not copies of a record
-            (F.col("out_first") != F.col("out_last")) & F.col("id").isNotNull(),
+            # Each input copy of an id is a record of its own: a duplicate is an output copy
+            # beyond them (an input duplicate is the producer's fault, reported below).
+            # Output records naming no id at all are one phantom row, not copies of a record.
+            (F.col("out_n") > F.greatest(F.col("in_n"), F.lit(1))) & F.col("id").isNotNull(),
             "delivery.duplicate",
             identity,
             id=F.col("id"),

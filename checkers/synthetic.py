@@ -626,12 +626,17 @@ class _Tail:
         for x in range(plants.lost):
             self.lost_ids.append(self._fresh_id())
             consumed.append(self._input_record(self.lost_ids[-1], x % s.partitions, sent=True))
-        for id_ in self.targets.duplicate_input_ids:
-            consumed.append(self._input_record(id_, id_ % s.partitions, sent=False))
         outputs = [
             {"id": id_, "src_partition": id_ % s.partitions, "src_offset": id_ // s.partitions}
             for id_ in self.targets.duplicate_ids
         ]
+        for id_ in self.targets.duplicate_input_ids:
+            # The pipeline is not at fault: it reflects the second copy once, like any record.
+            copy = self._input_record(id_, id_ % s.partitions, sent=False)
+            consumed.append(copy)
+            outputs.append(
+                {"id": id_, "src_partition": copy["partition"], "src_offset": copy["offset"]}
+            )
         for _ in range(plants.phantom):
             self.phantom_ids.append(self._fresh_id())
             outputs.append({"id": self.phantom_ids[-1], "src_partition": 0, "src_offset": 10**12})

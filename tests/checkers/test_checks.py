@@ -111,6 +111,12 @@ def test_planted_anomaly_fails_its_check_with_the_planted_count_and_records(plan
     assert missing == []
 
 
+def test_an_input_duplicate_reflected_once_per_copy_is_not_blamed_on_the_pipeline(spark, tmp_path):
+    """Two input records with one id are two records to process: two outputs are exactly-once."""
+    run = write_synthetic(spark, tmp_path, SHAPE, Plants(duplicate_input=2), parquet=False)
+    assert failing_counts(check_run(spark, run.run_dir)) == {"delivery.duplicate-input": 2}
+
+
 def test_order_reports_backwards_reads_and_skipped_records_apart(planted):
     run, verdict = planted
     counts = verdict["checks"]["isolation.order"]["counts"]
