@@ -212,22 +212,29 @@ def test_split_cuts_the_minority_broker_off_from_clients_and_peers(cluster, neme
 
 
 def test_split_lets_the_majority_take_over_the_minority_partitions_while_it_holds(cluster, nemesis):
-    """Two-way: the minority loses the quorum, is fenced, and its partitions get a leader on
-    the majority side, which takes writes before the split heals."""
-    topic = _topic_led_by(cluster, 3)
+    """Two-way: the minority is fenced, and its partitions get a leader on the majority side,
+    which takes writes before the split heals.
+
+    The minority is a node that is not the active controller. Known limitation (KRaft 3.9+,
+    docs/schedules.md): followers fetch the Raft log from the leader's own controller address,
+    not through the proxies, once they reconnect; a split that cuts off the active controller
+    leaves it leading, and it fences the majority instead (CI, once)."""
+    controller = cluster.active_controller()
+    minority = next(node for node in (3, 2, 1) if node != controller)
+    topic = _topic_led_by(cluster, minority)
     hurt = nemesis(Aim(topic))
-    active = hurt.start(_event("split", "broker:3"))
+    active = hurt.start(_event("split", f"broker:{minority}"))
     assert active is not None
     # Asked on the majority's side only: the cut broker still believes it leads, and a client
     # that reached it would be told so (as in CI on 3.9.2, where the leader had moved).
-    majority = ",".join(cluster.client_address(n) for n in (1, 2))
-    # fenced after broker.session.timeout.ms (6 s), plus a controller election if it led
+    majority = ",".join(cluster.client_address(n) for n in cluster.spec.node_ids if n != minority)
+    # fenced after broker.session.timeout.ms (6 s)
     deadline = time.monotonic() + 60
     leader = admin.partition_leader(majority, topic, 0)
-    while leader == 3 and time.monotonic() < deadline:
+    while leader == minority and time.monotonic() < deadline:
         time.sleep(0.5)
         leader = admin.partition_leader(majority, topic, 0)
-    assert leader in (1, 2), f"the majority still names {leader} as leader 60 s into the split"
+    assert leader != minority, f"the majority still names {leader} as leader 60 s into the split"
     # a request in flight to the cut broker would hang until its 30 s request timeout, so the
     # producer starts now, not before the move
     assert _produce_within(majority, topic, 30)
