@@ -455,12 +455,20 @@ class ContainerCluster(ProcessCluster):
                 },
             )
         )
-        for link, port in self.plan.nodes[node_id].real.items():
-            if link == "controller" and node_id not in self.spec.voter_ids:
-                continue
+        for port in self._published_ports(node_id):
             container.ports[f"{port}/tcp"] = ("127.0.0.1", port)  # type: ignore[assignment]
         container.start()
         return container.get_wrapped_container()
+
+    def _published_ports(self, node_id: int) -> list[int]:
+        """The node's real listener ports, published on 127.0.0.1 (a broker-only node has no
+        controller listener)."""
+        assert self.plan is not None
+        return [
+            port
+            for listener, port in self.plan.nodes[node_id].real.items()
+            if listener != "controller" or node_id in self.spec.voter_ids
+        ]
 
     def kill_node(self, node_id: int) -> None:
         """SIGKILL the broker: no controlled shutdown; the container and its data stay."""
@@ -500,12 +508,7 @@ class ContainerCluster(ProcessCluster):
 
         The second condition is for runtimes whose published loopback ports are a userland
         proxy (Docker's docker-proxy), which accepts for as long as the container runs."""
-        assert self.plan is not None
-        ports = [
-            port
-            for listener, port in self.plan.nodes[node_id].real.items()
-            if listener != "controller" or node_id in self.spec.voter_ids
-        ]
+        ports = self._published_ports(node_id)
         while time.monotonic() < deadline:
             container.reload()
             if container.status != "running" or not any(_accepts(port) for port in ports):
