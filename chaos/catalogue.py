@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from eoschaos.errors import EoschaosError
+from eoschaos.contract.errors import EoschaosError
 
 Scope = Literal["broker", "cluster", "instance"]
 

@@ -24,12 +24,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
-from chaos.catalogue import CATALOGUE, fixed_number, leader_of
-from chaos.schedule import FaultEvent
-from clusters.admin import wait_answers_for_itself
-from clusters.ports import Link, lane_link
-from clusters.process_backend import ProcessCluster
-from eoschaos.history import HistoryWriter
+from eoschaos.chaos.catalogue import CATALOGUE, fixed_number, leader_of
+from eoschaos.chaos.schedule import FaultEvent
+from eoschaos.clusters.admin import wait_answers_for_itself
+from eoschaos.clusters.ports import Link, lane_link
+from eoschaos.clusters.process_backend import ProcessCluster
+from eoschaos.contract.history import HistoryWriter
 
 HEAL_TIMEOUT_S = 120.0
 ZOMBIE_TRIGGER_WAIT_S = 5.0

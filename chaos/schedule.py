@@ -2,7 +2,7 @@
 
 A schedule is a list of FaultEvent in order of `at` (seconds from the workload's start). It
 comes from one of three places: `random_schedule` (`--faults` and `--seed`), `load_schedule`
-(an explicit `--schedule FILE`) or `chaos.strategies.schedules` (Hypothesis). Before a run,
+(an explicit `--schedule FILE`) or `eoschaos.chaos.strategies.schedules` (Hypothesis). Before a run,
 `resolve_random` fixes `broker:random` / `instance:random` from the seed and `validate_schedule`
 checks it against the cluster and the run's duration, so that bad input is one line naming the
 entry before anything starts; `write_schedule` leaves the replayable file in the run dir.
@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from chaos.catalogue import (
+from eoschaos.chaos.catalogue import (
     CATALOGUE,
     DYNAMIC_BROKER_TARGETS,
     FAULTS,
@@ -30,7 +30,7 @@ from chaos.catalogue import (
     fixed_number,
     leader_of,
 )
-from eoschaos.errors import EoschaosError
+from eoschaos.contract.errors import EoschaosError
 
 FIRST_FAULT_AT = 3.0  # let the pipeline get going before the first random fault
 QUIET_TAIL = 5.0  # and leave it a little undisturbed time at the end

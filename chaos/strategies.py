@@ -17,8 +17,8 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
 
-from chaos.catalogue import CATALOGUE, DYNAMIC_BROKER_TARGETS, FAULTS, PARTITION_MODES
-from chaos.schedule import PARAMS_MAY_BE_ZERO, FaultEvent, conflict, expected_hold
+from eoschaos.chaos.catalogue import CATALOGUE, DYNAMIC_BROKER_TARGETS, FAULTS, PARTITION_MODES
+from eoschaos.chaos.schedule import PARAMS_MAY_BE_ZERO, FaultEvent, conflict, expected_hold
 
 GRID_S = 0.5  # `at` and durations are multiples of this: readable, and they shrink to round numbers
 DURATION_SPREAD = 2  # a drawn duration lies between 0 and this many times the default

@@ -21,9 +21,9 @@ from typing import Any
 
 from pyspark.sql import functions as F
 
-from checkers.census import FINAL_COMMITTED, Census
-from checkers.findings import Tally
-from checkers.history_io import History
+from eoschaos.checkers.census import FINAL_COMMITTED, Census
+from eoschaos.checkers.findings import Tally
+from eoschaos.checkers.history_io import History
 
 DESCRIPTIONS = {
     "aggregate.mismatch": "A final aggregate of the pipeline (count, sum, min, max of the ids "

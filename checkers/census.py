@@ -14,7 +14,7 @@ from typing import Any
 
 from pyspark.sql import functions as F
 
-from checkers.history_io import History
+from eoschaos.checkers.history_io import History
 
 FINAL_COMMITTED = "final-committed"
 FINAL_UNCOMMITTED = "final-uncommitted"

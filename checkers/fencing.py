@@ -13,9 +13,9 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from checkers.census import FINAL_COMMITTED
-from checkers.findings import explode_findings, finding
-from checkers.transactions import TXN_KEY
+from eoschaos.checkers.census import FINAL_COMMITTED
+from eoschaos.checkers.findings import explode_findings, finding
+from eoschaos.checkers.transactions import TXN_KEY
 
 DESCRIPTIONS = {
     "fencing.zombie-write": "An older owner (lower generation) of an input partition committed "
@@ -26,7 +26,7 @@ DESCRIPTIONS = {
 def zombie_findings(txn_reads: DataFrame, txns: DataFrame) -> DataFrame:
     """Anomaly rows of fencing.zombie-write, one per zombie transaction.
 
-    txn_reads: checkers.transactions.transaction_reads; its final-committed rows are the
+    txn_reads: eoschaos.checkers.transactions.transaction_reads; its final-committed rows are the
     transactions whose records are in the committed output. txns: the transaction table,
     whose committed transactions are the possible newer owners."""
     columns = [*TXN_KEY, "txn_id", "generation", "commit_invoked", "committed_at"]

@@ -23,8 +23,14 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from eoschaos.errors import EoschaosError
-from eoschaos.history import HISTORY_DIR, PARQUET_DIR, RUN_MANIFEST, SCHEMA_DDL, SCHEMA_VERSION
+from eoschaos.contract.errors import EoschaosError
+from eoschaos.contract.history import (
+    HISTORY_DIR,
+    PARQUET_DIR,
+    RUN_MANIFEST,
+    SCHEMA_DDL,
+    SCHEMA_VERSION,
+)
 
 CORRUPT = "_corrupt_record"
 DAMAGE_NOTE = "_damage.json"  # inside history.parquet: what compaction skipped

@@ -7,7 +7,7 @@ Two passes over the reads:
   out of order (a later offset read earlier), offsets read twice, and committed offsets it
   stepped over inside the range it read;
 - per transaction (aborted, uncommitted, fractured): what each downstream reader saw of each
-  transaction, from checkers.transactions.transaction_reads.
+  transaction, from eoschaos.checkers.transactions.transaction_reads.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from checkers.census import FINAL_COMMITTED, FINAL_SCANS, Census
-from checkers.findings import explode_findings, finding
-from checkers.history_io import History
-from checkers.transactions import PARTITION_SHIFT, TXN_KEY
+from eoschaos.checkers.census import FINAL_COMMITTED, FINAL_SCANS, Census
+from eoschaos.checkers.findings import explode_findings, finding
+from eoschaos.checkers.history_io import History
+from eoschaos.checkers.transactions import PARTITION_SHIFT, TXN_KEY
 
 TOPIC_SHIFT = 62  # place = topic code << 62 | partition << PARTITION_SHIFT | offset
 DESCRIPTIONS = {
@@ -205,7 +205,7 @@ def _bound(census: Census, history: History, reader: str, which: str) -> Column:
 
 def transaction_read_findings(txn_reads: DataFrame, drained: list[str]) -> DataFrame:
     """Anomaly rows of aborted-read, uncommitted-read and fractured-read, from what each
-    downstream reader saw of each transaction (checkers.transactions.transaction_reads)."""
+    downstream reader saw of each transaction (eoschaos.checkers.transactions.transaction_reads)."""
     aborted = F.coalesce(F.col("aborted"), F.lit(False))
     reader = F.col("process")
     txn = {name: F.col(name) for name in [*TXN_KEY, "txn_id"]}

@@ -26,7 +26,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 if TYPE_CHECKING:
-    from checkers.history_io import History
+    from eoschaos.checkers.history_io import History
 
 FINAL_COMMITTED = "final-committed"
 TXN_KEY_FIELDS = ("instance", "incarnation", "txn_seq")  # txn_seq restarts per incarnation

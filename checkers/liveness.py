@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from checkers.census import Census
-from checkers.findings import Tally
+from eoschaos.checkers.census import Census
+from eoschaos.checkers.findings import Tally
 
 DESCRIPTIONS = {
     "liveness.open-transactions": "A transaction was still open after the run ended and its "

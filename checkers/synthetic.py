@@ -34,8 +34,8 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from checkers.history_io import event_schema, write_parquet
-from eoschaos.history import HISTORY_DIR, PARQUET_DIR, write_manifest
+from eoschaos.checkers.history_io import event_schema, write_parquet
+from eoschaos.contract.history import HISTORY_DIR, PARQUET_DIR, write_manifest
 
 INPUT_TOPIC = "input-topic"
 OUTPUT_TOPIC = "output-topic"
@@ -893,7 +893,7 @@ def _manifest(shape: RunShape, seed: int, end_time: float) -> dict[str, Any]:
         "output_topic": OUTPUT_TOPIC,
         "kafka_version": "synthetic",
         "backend": "synthetic",
-        "command": f"checkers.synthetic.write_synthetic(seed={seed})",
+        "command": f"eoschaos.checkers.synthetic.write_synthetic(seed={seed})",
         "shape": asdict(shape),
         "start": shape.start,
         "end": end_time + 60.0,

@@ -12,8 +12,8 @@ from typing import Any
 
 from pyspark.sql import functions as F
 
-from checkers.census import FINAL_SCANS, Census
-from checkers.history_io import History
+from eoschaos.checkers.census import FINAL_SCANS, Census
+from eoschaos.checkers.history_io import History
 
 
 def timeline(history: History, census: Census) -> dict[str, Any]:

@@ -15,13 +15,13 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
-from checkers import aggregates, delivery, fencing, isolation, liveness
-from checkers.census import FINAL_COMMITTED, FINAL_UNCOMMITTED, Census, take_census
-from checkers.findings import result, tally
-from checkers.history_io import History, load_history
-from checkers.timeline import timeline
-from checkers.transactions import transaction_reads, transaction_stats, transaction_table
-from eoschaos.history import SCHEMA_VERSION
+from eoschaos.checkers import aggregates, delivery, fencing, isolation, liveness
+from eoschaos.checkers.census import FINAL_COMMITTED, FINAL_UNCOMMITTED, Census, take_census
+from eoschaos.checkers.findings import result, tally
+from eoschaos.checkers.history_io import History, load_history
+from eoschaos.checkers.timeline import timeline
+from eoschaos.checkers.transactions import transaction_reads, transaction_stats, transaction_table
+from eoschaos.contract.history import SCHEMA_VERSION
 
 DESCRIPTIONS = {
     **delivery.DESCRIPTIONS,

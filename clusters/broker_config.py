@@ -1,4 +1,5 @@
-"""server.properties of each node: KRaft, proxied listeners (clusters.ports), EOS-grade durability.
+"""server.properties of each node: KRaft, proxied listeners (eoschaos.clusters.ports),
+EOS-grade durability.
 
 Topology: the first three nodes (or all, if fewer) are combined broker+controller nodes and
 form the controller quorum; further nodes are brokers only. Combined mode gives a real
@@ -11,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from clusters.ports import PortPlan, controller_link, lane_link
+from eoschaos.clusters.ports import PortPlan, controller_link, lane_link
 
 MAX_VOTERS = 3
 INTERNAL_TOPIC_PARTITIONS = 10
@@ -25,7 +26,7 @@ class ClusterSpec:
     kafka_version: str | None = None
     base_port: int | None = None
     broker_overrides: dict[str, str] = field(default_factory=dict)
-    # a client listener of its own per workload instance (clusters.ports), so the nemesis
+    # a client listener of its own per workload instance (eoschaos.clusters.ports), so the nemesis
     # can cut one instance off from the cluster (fault isolate-instance)
     instance_lanes: int = 0
 

@@ -6,7 +6,7 @@ at it. On our machines podman needs settings its defaults lack (crun fails on th
 hierarchy, the default ulimits exceed the hard limits), so eoschaos runs podman with a private
 containers.conf named by CONTAINERS_CONF instead of editing /etc. Ryuk, testcontainers' reaper,
 is disabled: its image cannot be pulled without a registry, and eoschaos removes what it
-created by label (clusters.containers_backend.cleanup_containers).
+created by label (eoschaos.clusters.containers_backend.cleanup_containers).
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from pathlib import Path
 import docker
 from docker.errors import DockerException
 
-from clusters import processes
-from clusters.kafka_dist import cache_root
-from eoschaos.errors import EoschaosError
+from eoschaos.clusters import processes
+from eoschaos.clusters.kafka_dist import cache_root
+from eoschaos.contract.errors import EoschaosError
 
 API_PROCESS = "podman-api"
 _DEFAULT_DOCKER_HOST = "unix:///var/run/docker.sock"

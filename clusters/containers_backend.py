@@ -1,4 +1,5 @@
-"""The same KRaft cluster as clusters.process_backend, each node a container (testcontainers).
+"""The same KRaft cluster as eoschaos.clusters.process_backend, each node a container
+(testcontainers).
 
 Topology (docs/containers.md has the reasoning):
 
@@ -38,14 +39,20 @@ from confluent_kafka import KafkaError, KafkaException
 from docker.errors import APIError, NotFound
 from docker.models.containers import Container
 
-from clusters import admin, toxiproxy
-from clusters.broker_config import ClusterSpec, broker_properties, render_properties
-from clusters.container_runtime import Runtime, connect, detect_runtime, last_line, require_runtime
-from clusters.container_runtime import stop_api_service as _stop_api_service
-from clusters.images import KAFKA_LIBS, image_tag
-from clusters.kafka_dist import KafkaDistribution, java_binary, java_major_version
-from clusters.ports import listener_of, plan_ports
-from clusters.process_backend import (
+from eoschaos.clusters import admin, toxiproxy
+from eoschaos.clusters.broker_config import ClusterSpec, broker_properties, render_properties
+from eoschaos.clusters.container_runtime import (
+    Runtime,
+    connect,
+    detect_runtime,
+    last_line,
+    require_runtime,
+)
+from eoschaos.clusters.container_runtime import stop_api_service as _stop_api_service
+from eoschaos.clusters.images import KAFKA_LIBS, image_tag
+from eoschaos.clusters.kafka_dist import KafkaDistribution, java_binary, java_major_version
+from eoschaos.clusters.ports import listener_of, plan_ports
+from eoschaos.clusters.process_backend import (
     CLUSTER_FILE,
     ClusterInfo,
     ProcessCluster,
@@ -53,7 +60,7 @@ from clusters.process_backend import (
     progress_to_stderr,
     stop_run_dir,
 )
-from eoschaos.errors import EoschaosError
+from eoschaos.contract.errors import EoschaosError
 
 RUN_LABEL = "eoschaos.run"
 NODE_LABEL = "eoschaos.node"

@@ -2,8 +2,8 @@
 
 No base image can be pulled, so the root filesystem is assembled from what the machine already
 has: the host's JDK (minus jmods, headers and man pages) with the shared libraries `ldd` says it
-needs, plus the cached Kafka jars of the version (clusters.kafka_dist). It is written as a tar
-and given to `podman import` (or `docker import`); about 210 MB, seconds to build. The layout
+needs, plus the cached Kafka jars of the version (eoschaos.clusters.kafka_dist). It is written as
+a tar and given to `podman import` (or `docker import`); about 210 MB, seconds to build. The layout
 follows the public apache/kafka image, so the containers backend runs either the same way:
 `java` on PATH, Kafka's jars in /opt/kafka/libs.
 
@@ -24,9 +24,14 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from clusters.container_runtime import Runtime, require_runtime
-from clusters.kafka_dist import KafkaDistribution, cache_root, java_binary, java_major_version
-from eoschaos.errors import EoschaosError
+from eoschaos.clusters.container_runtime import Runtime, require_runtime
+from eoschaos.clusters.kafka_dist import (
+    KafkaDistribution,
+    cache_root,
+    java_binary,
+    java_major_version,
+)
+from eoschaos.contract.errors import EoschaosError
 
 IMAGE_REPOSITORY = "eoschaos/kafka"
 KAFKA_LIBS = "/opt/kafka/libs"

@@ -15,7 +15,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from eoschaos.errors import EoschaosError
+from eoschaos.contract.errors import EoschaosError
 
 DEFAULT_KAFKA_VERSION = "4.3.1"
 LATEST_3X_VERSION = "3.9.2"

@@ -22,7 +22,7 @@ from __future__ import annotations
 import socket
 from dataclasses import dataclass
 
-from eoschaos.errors import EoschaosError
+from eoschaos.contract.errors import EoschaosError
 
 Link = str  # a key of NodePorts.proxy: client, internal, controller-from-<n>, lane<n>
 LISTENERS = ("client", "internal", "controller")  # what the JVM binds (NodePorts.real)

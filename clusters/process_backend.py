@@ -24,16 +24,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from clusters import admin, processes
-from clusters.broker_config import ClusterSpec, broker_properties, render_properties
-from clusters.kafka_dist import (
+from eoschaos.clusters import admin, processes
+from eoschaos.clusters.broker_config import ClusterSpec, broker_properties, render_properties
+from eoschaos.clusters.kafka_dist import (
     KafkaDistribution,
     cache_root,
     class_archive,
     java_binary,
     java_major_version,
 )
-from clusters.ports import (
+from eoschaos.clusters.ports import (
     Link,
     PortPlan,
     controller_link,
@@ -42,8 +42,8 @@ from clusters.ports import (
     listener_of,
     plan_ports,
 )
-from clusters.toxiproxy import ToxiproxyAPI
-from eoschaos.errors import EoschaosError
+from eoschaos.clusters.toxiproxy import ToxiproxyAPI
+from eoschaos.contract.errors import EoschaosError
 
 CLUSTER_FILE = "cluster.json"
 _BROKER_JVM = [

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from reports.svg import (
+from eoschaos.reports.svg import (
     Band,
     esc,
     fault_timeline,

@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from checkers.synthetic import Plants, RunShape
+from eoschaos.checkers.synthetic import Plants, RunShape
 
 PLANTS = Plants(
     lost=3,
@@ -53,8 +53,8 @@ def shape(records: int) -> RunShape:
 
 
 def generate(run_dir: Path, records: int) -> None:
-    from checkers.spark import spark_session
-    from checkers.synthetic import write_synthetic
+    from eoschaos.checkers.spark import spark_session
+    from eoschaos.checkers.synthetic import write_synthetic
 
     spark = spark_session(app="eoschaos-bench-generate")
     started = time.monotonic()
@@ -72,8 +72,8 @@ def peak_rss_mib(pid: int | str) -> float:
 
 
 def bench(run_dir: Path, records: int, runs: int, master: str | None) -> None:
-    from checkers.spark import spark_session
-    from checkers.verdict import check_run
+    from eoschaos.checkers.spark import spark_session
+    from eoschaos.checkers.verdict import check_run
 
     started = time.monotonic()
     spark = spark_session(master, app="eoschaos-bench")

@@ -15,10 +15,10 @@ from pathlib import Path
 
 from confluent_kafka import Producer
 
-from clusters import kafka_dist, toxiproxy
-from clusters.broker_config import ClusterSpec
-from clusters.process_backend import ProcessCluster
-from workloads.smoke import create_topic
+from eoschaos.clusters import kafka_dist, toxiproxy
+from eoschaos.clusters.broker_config import ClusterSpec
+from eoschaos.clusters.process_backend import ProcessCluster
+from eoschaos.workloads.smoke import create_topic
 
 
 def one_run(version: str, class_sharing: bool, work: Path) -> tuple[float, float]:

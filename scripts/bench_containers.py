@@ -20,12 +20,12 @@ from pathlib import Path
 
 from confluent_kafka import Producer
 
-from clusters import kafka_dist, toxiproxy
-from clusters.broker_config import ClusterSpec
-from clusters.containers_backend import ContainerCluster
-from clusters.images import build_image
-from clusters.process_backend import ProcessCluster
-from workloads.smoke import create_topic
+from eoschaos.clusters import kafka_dist, toxiproxy
+from eoschaos.clusters.broker_config import ClusterSpec
+from eoschaos.clusters.containers_backend import ContainerCluster
+from eoschaos.clusters.images import build_image
+from eoschaos.clusters.process_backend import ProcessCluster
+from eoschaos.workloads.smoke import create_topic
 
 
 def _quiet(_message: str) -> None:

@@ -24,7 +24,7 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$wanted" ]; then
 fi
 # The versions the tests run: the default and the last 3.x, as clusters/kafka_dist.py names them.
 read -r current last3x < <(.venv/bin/python -c \
-  'from clusters.kafka_dist import DEFAULT_KAFKA_VERSION as d, LATEST_3X_VERSION as l; print(d, l)')
+  'from eoschaos.clusters.kafka_dist import DEFAULT_KAFKA_VERSION as d, LATEST_3X_VERSION as l; print(d, l)')
 .venv/bin/eoschaos install --kafka-version "$current" --kafka-version "$last3x" >&2
 # The containers backend: podman with eoschaos' private configuration (a no-op where Docker runs).
 bash scripts/setup_podman.sh

@@ -25,4 +25,4 @@ if ! command -v podman >/dev/null || ! command -v runc >/dev/null; then
     || die "apt-get install podman runc failed"
 fi
 
-.venv/bin/python -c 'from clusters.container_runtime import setup_podman; print(setup_podman())' >&2
+.venv/bin/python -c 'from eoschaos.clusters.container_runtime import setup_podman; print(setup_podman())' >&2

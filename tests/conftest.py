@@ -2,6 +2,10 @@
 
 At the end of the session every process any test started (read from each run dir's
 append-only PID history) must be dead; a survivor fails the session and is killed.
+
+With EOSCHAOS_CLUSTER_RERUNS=N (scripts/test.sh sets 1), a failed real-cluster test runs up to
+N more times (pytest-rerunfailures), and every rerun is listed in one block at the very end of
+the output: a rerun is a flake to find the cause of, never something to pass unnoticed.
 """
 
 from __future__ import annotations
@@ -15,10 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from clusters import kafka_dist, processes, toxiproxy
-from clusters.broker_config import ClusterSpec
-from clusters.process_backend import ProcessCluster
+from eoschaos.clusters import kafka_dist, processes, toxiproxy
+from eoschaos.clusters.broker_config import ClusterSpec
+from eoschaos.clusters.process_backend import ProcessCluster
 
+CLUSTER_RERUNS = int(os.environ.get("EOSCHAOS_CLUSTER_RERUNS", "0"))
 RUN_DIRS: list[Path] = []  # every run dir a test made; checked for survivors at session end
 
 KAFKA_VERSIONS = os.environ.get(
@@ -102,3 +107,21 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         names = ", ".join(f"{p.name} (pid {p.pid})" for p in survivors)
         session.config.get_terminal_writer().line(f"processes left running by tests: {names}")
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    if CLUSTER_RERUNS:
+        for item in items:
+            if item.get_closest_marker("cluster"):
+                item.add_marker(pytest.mark.flaky(reruns=CLUSTER_RERUNS))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_terminal_summary(terminalreporter) -> None:
+    reruns = terminalreporter.stats.get("rerun", [])
+    if not reruns:
+        return
+    terminalreporter.section(f"{len(reruns)} rerun(s): each is a flake whose cause must be found")
+    for report in reruns:
+        cause = str(report.longrepr).strip().splitlines()[-1:] or ["?"]
+        terminalreporter.line(f"RERUN {report.nodeid}: {cause[0][:300]}")

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from clusters import processes
-from clusters.ports import layout
+from eoschaos.clusters import processes
+from eoschaos.clusters.ports import layout
 
 
 def assert_clear_error(result: subprocess.CompletedProcess[str], *phrases: str) -> None:
@@ -121,7 +121,10 @@ def test_zero_brokers_is_a_usage_error(eoschaos):
         (["--id-from", "body"], "--id-from 'body' is not key, header:NAME or json:PATH"),
         (["--workload", "streams", "--mode", "x"], "unknown mode 'x' for streams"),
         (["--start-timeout", "0"], "--start-timeout must be > 0 seconds"),
-        (["--expect", "workloads.byo_examples:kip447_output"], "--expect is for --workload byo"),
+        (
+            ["--expect", "eoschaos.workloads.byo_examples:kip447_output"],
+            "--expect is for --workload byo",
+        ),
         (
             ["--workload", "byo", "--command", "true", "--expect", "nowhere.py:f"],
             "--expect 'nowhere.py:f': cannot load nowhere.py",
@@ -225,11 +228,11 @@ def test_a_byo_command_that_never_reads_its_input_stops_the_run(tmp_path, eoscha
 
 
 def test_isolate_instance_beyond_the_clusters_lanes_is_refused_before_the_run(tmp_path):
-    from chaos.schedule import FaultEvent
-    from clusters import kafka_dist
-    from clusters.broker_config import ClusterSpec
-    from clusters.process_backend import ProcessCluster
-    from eoschaos.errors import EoschaosError
+    from eoschaos.chaos.schedule import FaultEvent
+    from eoschaos.clusters import kafka_dist
+    from eoschaos.clusters.broker_config import ClusterSpec
+    from eoschaos.clusters.process_backend import ProcessCluster
+    from eoschaos.contract.errors import EoschaosError
     from eoschaos.run import check_lanes
 
     dist = kafka_dist.resolve(None)

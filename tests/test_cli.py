@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from clusters import kafka_dist, processes
+from eoschaos.clusters import kafka_dist, processes
 
 pytestmark = pytest.mark.cluster
 

@@ -18,9 +18,9 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from clusters import admin
-from clusters.process_backend import CLUSTER_FILE, ProcessCluster
-from workloads.smoke import create_topic, read_all, run_smoke
+from eoschaos.clusters import admin
+from eoschaos.clusters.process_backend import CLUSTER_FILE, ProcessCluster
+from eoschaos.workloads.smoke import create_topic, read_all, run_smoke
 
 pytestmark = pytest.mark.cluster
 

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from clusters import kafka_dist, processes
-from clusters.admin import coordinator_partition, java_string_hash
-from clusters.broker_config import ClusterSpec, broker_properties
-from clusters.ports import layout, plan_ports
-from clusters.process_backend import new_cluster_id
-from eoschaos.errors import EoschaosError
+from eoschaos.clusters import kafka_dist, processes
+from eoschaos.clusters.admin import coordinator_partition, java_string_hash
+from eoschaos.clusters.broker_config import ClusterSpec, broker_properties
+from eoschaos.clusters.ports import layout, plan_ports
+from eoschaos.clusters.process_backend import new_cluster_id
+from eoschaos.contract.errors import EoschaosError
 
 
 def test_port_layout_gives_every_listener_and_proxy_its_own_port():

@@ -22,20 +22,20 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from clusters import admin, kafka_dist, processes
-from clusters.broker_config import ClusterSpec
-from clusters.container_runtime import (
+from eoschaos.clusters import admin, kafka_dist, processes
+from eoschaos.clusters.broker_config import ClusterSpec
+from eoschaos.clusters.container_runtime import (
     NO_RUNTIME_FIX,
     Runtime,
     api_answers,
     detect_runtime,
     stop_api_service,
 )
-from clusters.containers_backend import RUN_LABEL, ContainerCluster, cleanup_containers
-from clusters.images import build_image
-from clusters.process_backend import CLUSTER_FILE
-from eoschaos.errors import EoschaosError
-from workloads.smoke import create_topic, run_smoke
+from eoschaos.clusters.containers_backend import RUN_LABEL, ContainerCluster, cleanup_containers
+from eoschaos.clusters.images import build_image
+from eoschaos.clusters.process_backend import CLUSTER_FILE
+from eoschaos.contract.errors import EoschaosError
+from eoschaos.workloads.smoke import create_topic, run_smoke
 
 pytestmark = pytest.mark.cluster
 
@@ -284,7 +284,7 @@ def test_cluster_comes_back_after_every_node_was_killed_at_once(cluster):
 
 def _verdict(cluster: ContainerCluster, run_dir: Path, faults: str, **options) -> dict:
     """One kip447 run on the containers cluster (seed 1 unless given), judged like any other."""
-    from chaos.schedule import parse_faults
+    from eoschaos.chaos.schedule import parse_faults
     from eoschaos.run import RunConfig, judge_run, record_run
 
     suffix = uuid.uuid4().hex[:8]
@@ -394,9 +394,9 @@ def test_cleanup_removes_a_crashed_runs_containers_network_and_toxiproxy(runtime
 _START_AND_WAIT = """
 import sys, time
 from pathlib import Path
-from clusters import kafka_dist
-from clusters.broker_config import ClusterSpec
-from clusters.containers_backend import ContainerCluster
+from eoschaos.clusters import kafka_dist
+from eoschaos.clusters.broker_config import ClusterSpec
+from eoschaos.clusters.containers_backend import ContainerCluster
 spec = ClusterSpec(brokers=1)
 with ContainerCluster(Path(sys.argv[1]), spec, kafka_dist.resolve(), sys.argv[2]) as cluster:
     time.sleep(600)

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from eoschaos.errors import EoschaosError
-from workloads.byo_examples import counts_per_partition
-from workloads.harness.expected import InputRecord, canonical, load_expect
+from eoschaos.contract.errors import EoschaosError
+from eoschaos.workloads.byo_examples import counts_per_partition
+from eoschaos.workloads.harness.expected import InputRecord, canonical, load_expect
 
 
 def test_a_module_function_is_loaded():
-    assert load_expect("workloads.byo_examples:counts_per_partition") is counts_per_partition
+    assert (
+        load_expect("eoschaos.workloads.byo_examples:counts_per_partition") is counts_per_partition
+    )
 
 
 def test_a_file_function_is_loaded(tmp_path):
@@ -26,7 +28,7 @@ def test_a_file_function_is_loaded(tmp_path):
         ("no_colon", "is not MODULE:FUNCTION"),
         ("no_such_module_here:f", "cannot load no_such_module_here: ModuleNotFoundError"),
         ("/nowhere/mine.py:f", "cannot load /nowhere/mine.py"),
-        ("workloads.byo_examples:no_such_function", "has no function 'no_such_function'"),
+        ("eoschaos.workloads.byo_examples:no_such_function", "has no function 'no_such_function'"),
     ],
 )
 def test_an_expect_that_cannot_be_loaded_is_bad_input(spec, message):

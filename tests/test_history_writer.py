@@ -8,7 +8,13 @@ import time
 
 import pytest
 
-from eoschaos.history import FIELDS, FLUSH_INTERVAL_S, HistoryWriter, read_manifest, write_manifest
+from eoschaos.contract.history import (
+    FIELDS,
+    FLUSH_INTERVAL_S,
+    HistoryWriter,
+    read_manifest,
+    write_manifest,
+)
 
 
 def lines(path):

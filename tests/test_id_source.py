@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import Message
 
-from workloads.harness.reader import IdSet, IdSource
+from eoschaos.workloads.harness.reader import IdSet, IdSource
 
 
 def record(key: bytes | None = None, value: bytes | None = None, headers=None) -> Message:

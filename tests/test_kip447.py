@@ -17,12 +17,12 @@ from typing import Any
 
 import pytest
 
-from clusters import kafka_dist, processes
-from clusters.process_backend import ProcessCluster
-from eoschaos.history import FIELDS, HISTORY_DIR, KINDS, SCHEMA_DDL, TYPES
-from workloads.harness.final import final_scan, record_end_state
-from workloads.kip447.workload import Kip447Config, Kip447Workload
-from workloads.smoke import produce_transaction, transactional_producer
+from eoschaos.clusters import kafka_dist, processes
+from eoschaos.clusters.process_backend import ProcessCluster
+from eoschaos.contract.history import FIELDS, HISTORY_DIR, KINDS, SCHEMA_DDL, TYPES
+from eoschaos.workloads.harness.final import final_scan, record_end_state
+from eoschaos.workloads.kip447.workload import Kip447Config, Kip447Workload
+from eoschaos.workloads.smoke import produce_transaction, transactional_producer
 
 pytestmark = [
     pytest.mark.cluster,

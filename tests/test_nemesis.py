@@ -20,11 +20,11 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from test_cluster import _produce_acks_all, _topic_led_by
 
-from chaos.catalogue import CATALOGUE
-from chaos.nemesis import Nemesis
-from chaos.schedule import FaultEvent
-from clusters import admin
-from clusters.process_backend import ProcessCluster
+from eoschaos.chaos.catalogue import CATALOGUE
+from eoschaos.chaos.nemesis import Nemesis
+from eoschaos.chaos.schedule import FaultEvent
+from eoschaos.clusters import admin
+from eoschaos.clusters.process_backend import ProcessCluster
 
 pytestmark = pytest.mark.cluster
 

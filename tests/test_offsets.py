@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import socket
 
-from workloads.harness.offsets import admin_for, members_with_partitions
+from eoschaos.workloads.harness.offsets import admin_for, members_with_partitions
 
 
 def _unused_port() -> int:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from reports.html import render_report, write_report
+from eoschaos.reports.html import render_report, write_report
 
 SCRIPT = "<script>alert(1)</script>"
 BREAKOUT = '"><img onerror=alert(1) src=x>'

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chaos.catalogue import CATALOGUE, FAULTS, check_target, fixed_number, is_dynamic
-from chaos.schedule import (
+from eoschaos.chaos.catalogue import CATALOGUE, FAULTS, check_target, fixed_number, is_dynamic
+from eoschaos.chaos.schedule import (
     FIRST_FAULT_AT,
     INTENSITIES,
     QUIET_TAIL,
@@ -26,7 +26,7 @@ from chaos.schedule import (
     validate_schedule,
     write_schedule,
 )
-from eoschaos.errors import EoschaosError
+from eoschaos.contract.errors import EoschaosError
 
 BROKERS = [1, 2, 3]
 fault_lists = st.lists(st.sampled_from(FAULTS), min_size=1, max_size=4, unique=True)

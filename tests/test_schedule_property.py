@@ -1,7 +1,7 @@
 """Nightly (`pytest -m chaos`): for every fault schedule, the correct pipeline passes.
 
-Hypothesis draws whole schedules over the catalogue (chaos.strategies.schedules) and runs the
-kip447 eos pipeline under each on the session cluster. A schedule under which it FAILs is
+Hypothesis draws whole schedules over the catalogue (eoschaos.chaos.strategies.schedules) and
+runs the kip447 eos pipeline under each on the session cluster. A schedule under which it FAILs is
 shrunk — fewer faults, earlier, default durations and params, simpler targets — and the minimal
 one is printed and written to `--eoschaos-runs`/minimal-schedule.json (or the pytest temp dir),
 replayable with `eoschaos run --workload kip447 --mode eos --schedule FILE`. Each run's own
@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, note, settings
 
-from chaos.catalogue import FAULTS
-from chaos.schedule import write_schedule
-from chaos.strategies import schedules
+from eoschaos.chaos.catalogue import FAULTS
+from eoschaos.chaos.schedule import write_schedule
+from eoschaos.chaos.strategies import schedules
 
 pytestmark = pytest.mark.chaos
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from hypothesis import HealthCheck, find, given, settings
 from hypothesis import strategies as st
 
-from chaos.catalogue import CATALOGUE, FAULTS
-from chaos.schedule import FaultEvent, load_schedule, validate_schedule, write_schedule
-from chaos.strategies import schedules
+from eoschaos.chaos.catalogue import CATALOGUE, FAULTS
+from eoschaos.chaos.schedule import FaultEvent, load_schedule, validate_schedule, write_schedule
+from eoschaos.chaos.strategies import schedules
 
 modest = settings(max_examples=60, deadline=None)
 no_database = settings(database=None, max_examples=200)

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from clusters import kafka_dist
-from clusters.process_backend import ProcessCluster
-from workloads.harness.seeder import Seeder
-from workloads.smoke import create_topic
+from eoschaos.clusters import kafka_dist
+from eoschaos.clusters.process_backend import ProcessCluster
+from eoschaos.workloads.harness.seeder import Seeder
+from eoschaos.workloads.smoke import create_topic
 
 pytestmark = [
     pytest.mark.cluster,

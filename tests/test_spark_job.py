@@ -32,12 +32,12 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import NewTopic
 
-from clusters import kafka_dist
-from clusters.admin import admin_client, create_topics
-from clusters.process_backend import ProcessCluster
-from eoschaos.errors import EoschaosError
-from workloads.spark import connector
-from workloads.spark.job import EXIT_USAGE, RUNNING_LINE
+from eoschaos.clusters import kafka_dist
+from eoschaos.clusters.admin import admin_client, create_topics
+from eoschaos.clusters.process_backend import ProcessCluster
+from eoschaos.contract.errors import EoschaosError
+from eoschaos.workloads.spark import connector
+from eoschaos.workloads.spark.job import EXIT_USAGE, RUNNING_LINE
 
 RECORDS = 3000
 PRODUCE_SECONDS = 15.0
@@ -104,7 +104,7 @@ def test_an_unknown_mode_exits_2_naming_it(tmp_path: Path) -> None:
     env = {**os.environ, **_contract_env("in", "out", tmp_path, 0), "EOSCHAOS_MODE": "twice"}
     env["EOSCHAOS_BOOTSTRAP_SERVERS"] = "127.0.0.1:9"
     proc = subprocess.run(
-        [sys.executable, "-m", "workloads.spark.job"],
+        [sys.executable, "-m", "eoschaos.workloads.spark.job"],
         env=env,
         cwd=REPO,
         capture_output=True,
@@ -138,7 +138,7 @@ class Driver:
         self.log = log
         with log.open("wb") as out:
             self.popen = subprocess.Popen(
-                [sys.executable, "-m", "workloads.spark.job"],
+                [sys.executable, "-m", "eoschaos.workloads.spark.job"],
                 env=env,
                 cwd=REPO,
                 stdout=out,

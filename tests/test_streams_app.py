@@ -24,11 +24,11 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import NewTopic
 
-from clusters import kafka_dist, processes
-from clusters.admin import admin_client, create_topics
-from clusters.process_backend import ProcessCluster
-from eoschaos.errors import EoschaosError
-from workloads.streams.build import APP_DIR, MAIN_CLASS, StreamsApp, build_streams_app
+from eoschaos.clusters import kafka_dist, processes
+from eoschaos.clusters.admin import admin_client, create_topics
+from eoschaos.clusters.process_backend import ProcessCluster
+from eoschaos.contract.errors import EoschaosError
+from eoschaos.workloads.streams.build import APP_DIR, MAIN_CLASS, StreamsApp, build_streams_app
 
 RECORDS = 2000
 KILL_RECORDS = 20000

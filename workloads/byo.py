@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from workloads.harness.supervisor import Launch, Supervisor
+from eoschaos.workloads.harness.supervisor import Launch, Supervisor
 
 MODES = ("eos", "alos")  # passed on as EOSCHAOS_MODE; what they mean is the pipeline's business
 TRANSACTIONAL_ID_PREFIX = "eoschaos-byo"

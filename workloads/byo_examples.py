@@ -20,8 +20,8 @@ from collections.abc import Iterator
 
 from confluent_kafka import Consumer, Producer
 
-from workloads.harness.expected import InputRecord
-from workloads.harness.lineage import transform
+from eoschaos.workloads.harness.expected import InputRecord
+from eoschaos.workloads.harness.lineage import transform
 
 
 def kip447_output(records: Iterator[InputRecord]) -> dict[str, str]:

@@ -18,8 +18,8 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-from clusters.kafka_dist import KafkaDistribution, java_binary
-from workloads.harness.supervisor import Launch, Supervisor
+from eoschaos.clusters.kafka_dist import KafkaDistribution, java_binary
+from eoschaos.workloads.harness.supervisor import Launch, Supervisor
 
 MODES = ("eos", "no-fencing")
 MAIN_CLASS = "org.apache.kafka.tools.TransactionalMessageCopier"

@@ -10,17 +10,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from clusters.kafka_dist import KafkaDistribution
-from eoschaos.errors import EoschaosError
-from workloads import byo, copier
-from workloads.harness.pipeline import PipelineConfig, PipelineWorkload
-from workloads.kip447.config import MODES as KIP447_MODES
-from workloads.kip447.config import Kip447Config
-from workloads.kip447.workload import Kip447Workload
-from workloads.spark import pipeline as spark
-from workloads.spark.connector import connector_jars
-from workloads.streams import pipeline as streams
-from workloads.streams.build import build_streams_app
+from eoschaos.clusters.kafka_dist import KafkaDistribution
+from eoschaos.contract.errors import EoschaosError
+from eoschaos.workloads import byo, copier
+from eoschaos.workloads.harness.pipeline import PipelineConfig, PipelineWorkload
+from eoschaos.workloads.kip447.config import MODES as KIP447_MODES
+from eoschaos.workloads.kip447.config import Kip447Config
+from eoschaos.workloads.kip447.workload import Kip447Workload
+from eoschaos.workloads.spark import pipeline as spark
+from eoschaos.workloads.spark.connector import connector_jars
+from eoschaos.workloads.streams import pipeline as streams
+from eoschaos.workloads.streams.build import build_streams_app
 
 
 @dataclass(frozen=True)

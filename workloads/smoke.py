@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from clusters import admin
+from eoschaos.clusters import admin
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 from pyspark.sql import SparkSession
 
-from checkers.spark import QUICK_JIT, spark_session
+from eoschaos.checkers.spark import QUICK_JIT, spark_session
 
 
 @pytest.fixture(scope="session")

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from checkers.synthetic import PLANT_CHECKS, Plants, RunShape, write_synthetic
-from checkers.verdict import DESCRIPTIONS, NEEDS_TRANSACTIONS, NEEDS_TXN_HISTORY, check_run
+from eoschaos.checkers.synthetic import PLANT_CHECKS, Plants, RunShape, write_synthetic
+from eoschaos.checkers.verdict import DESCRIPTIONS, NEEDS_TRANSACTIONS, NEEDS_TXN_HISTORY, check_run
 
 SHAPE = RunShape()  # 512 records, 2 input and 2 output partitions, 2 instances, 1 abort in 3
 # A synthetic run is a copy pipeline: the check of an aggregating one (--expect) never applies

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from checkers.synthetic import RunShape, write_synthetic
-from checkers.verdict import OUTPUT_IS_COPIES, check_run
-from eoschaos.history import HistoryWriter
-from workloads.harness.expected import EXPECTED_WRITER
+from eoschaos.checkers.synthetic import RunShape, write_synthetic
+from eoschaos.checkers.verdict import OUTPUT_IS_COPIES, check_run
+from eoschaos.contract.history import HistoryWriter
+from eoschaos.workloads.harness.expected import EXPECTED_WRITER
 
 CHECK = "aggregate.expected-output"
 COUNTS = {"partition-0": '{"count":256}', "partition-1": '{"count":256}'}

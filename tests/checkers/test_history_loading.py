@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from checkers.history_io import compact_history, load_history
-from eoschaos.errors import EoschaosError
-from eoschaos.history import HistoryWriter, write_manifest
+from eoschaos.checkers.history_io import compact_history, load_history
+from eoschaos.contract.errors import EoschaosError
+from eoschaos.contract.history import HistoryWriter, write_manifest
 
 
 def write_run(run_dir: Path, reads: int = 5) -> Path:

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from checkers.history_io import History, load_history
-from checkers.lineage import (
+from eoschaos.checkers.history_io import History, load_history
+from eoschaos.checkers.lineage import (
     MAX_NODES_PER_TYPE,
     anomaly_subgraphs,
     dependency_cycles,
@@ -21,9 +21,9 @@ from checkers.lineage import (
     lineage_section,
     serialize,
 )
-from checkers.synthetic import PLANT_CHECKS, Plants, write_synthetic
-from checkers.verdict import check_run
-from eoschaos.history import HistoryWriter, write_manifest
+from eoschaos.checkers.synthetic import PLANT_CHECKS, Plants, write_synthetic
+from eoschaos.checkers.verdict import check_run
+from eoschaos.contract.history import HistoryWriter, write_manifest
 
 INPUT, OUTPUT = "input-topic", "output-topic"
 

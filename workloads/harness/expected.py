@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from eoschaos.errors import EoschaosError
-from eoschaos.history import HistoryWriter
-from workloads.harness.final import committed_records, last_values
+from eoschaos.contract.errors import EoschaosError
+from eoschaos.contract.history import HistoryWriter
+from eoschaos.workloads.harness.final import committed_records, last_values
 
 EXPECTED_WRITER = "end-expected"
 

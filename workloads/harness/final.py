@@ -18,11 +18,11 @@ from pathlib import Path
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Message, TopicPartition
 
-from clusters.admin import run_tool
-from clusters.kafka_dist import KafkaDistribution
-from eoschaos.history import HistoryWriter
-from workloads.harness.offsets import admin_for, end_offsets, group_offsets, partition_ids
-from workloads.harness.reader import IdSource, Position, TopicReader
+from eoschaos.clusters.admin import run_tool
+from eoschaos.clusters.kafka_dist import KafkaDistribution
+from eoschaos.contract.history import HistoryWriter
+from eoschaos.workloads.harness.offsets import admin_for, end_offsets, group_offsets, partition_ids
+from eoschaos.workloads.harness.reader import IdSource, Position, TopicReader
 
 END_STATE_WRITER = "end-state"
 SCAN_WRITERS = {"read_committed": "final-committed", "read_uncommitted": "final-uncommitted"}

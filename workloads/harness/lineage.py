@@ -13,7 +13,7 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
-from eoschaos.history import (
+from eoschaos.contract.history import (
     HEADER_FATE,
     HEADER_GENERATION,
     HEADER_INCARNATION,

@@ -12,9 +12,9 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from eoschaos.history import HistoryWriter
-from workloads.harness.offsets import admin_for, end_offsets, partition_ids
-from workloads.harness.reader import IdSet, IdSource, TopicReader
+from eoschaos.contract.history import HistoryWriter
+from eoschaos.workloads.harness.offsets import admin_for, end_offsets, partition_ids
+from eoschaos.workloads.harness.reader import IdSet, IdSource, TopicReader
 
 WRITER = "observer"
 KEY_IDS = IdSource("key")

@@ -87,7 +87,7 @@ def group_lag(bootstrap: str, admin: AdminClient, group: str, input_topic: str) 
 
 def _in_child(bootstrap: str, group: str, topic: str) -> dict[tuple[str, int], int | None]:
     child = subprocess.run(
-        [sys.executable, "-m", "workloads.harness.offsets", bootstrap, group, topic],
+        [sys.executable, "-m", "eoschaos.workloads.harness.offsets", bootstrap, group, topic],
         capture_output=True,
         text=True,
         timeout=ADMIN_TIMEOUT_S * 2,

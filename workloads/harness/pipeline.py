@@ -29,15 +29,20 @@ from typing import Protocol
 
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from clusters import admin
-from clusters.kafka_dist import KafkaDistribution
-from workloads.harness.expected import load_expect, record_expected
-from workloads.harness.final import ScanResult, final_scan, record_end_state, wait_settled
-from workloads.harness.observer import Observer
-from workloads.harness.offsets import admin_for, end_offsets, group_lag, members_with_partitions
-from workloads.harness.reader import IdSource
-from workloads.harness.seeder import Seeder
-from workloads.harness.supervisor import InstanceInfo, Launch, Supervisor
+from eoschaos.clusters import admin
+from eoschaos.clusters.kafka_dist import KafkaDistribution
+from eoschaos.workloads.harness.expected import load_expect, record_expected
+from eoschaos.workloads.harness.final import ScanResult, final_scan, record_end_state, wait_settled
+from eoschaos.workloads.harness.observer import Observer
+from eoschaos.workloads.harness.offsets import (
+    admin_for,
+    end_offsets,
+    group_lag,
+    members_with_partitions,
+)
+from eoschaos.workloads.harness.reader import IdSource
+from eoschaos.workloads.harness.seeder import Seeder
+from eoschaos.workloads.harness.supervisor import InstanceInfo, Launch, Supervisor
 
 REPLICATION_FACTOR = 3
 PROCESSOR_STOP_TIMEOUT_S = 30.0
@@ -229,7 +234,7 @@ class PipelineWorkload:
         env = self.instance_env(instance, incarnation, txn_id)
         return self.pipeline.launch(instance, incarnation, env)
 
-    # --- what the nemesis drives (chaos.nemesis.Workload) ---
+    # --- what the nemesis drives (eoschaos.chaos.nemesis.Workload) ---
 
     @property
     def input_topic(self) -> str:

@@ -12,8 +12,8 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, TopicPartition
 
-from eoschaos.history import HistoryWriter
-from workloads.harness.lineage import lineage_fields
+from eoschaos.contract.history import HistoryWriter
+from eoschaos.workloads.harness.lineage import lineage_fields
 
 BATCH_MAX_RECORDS = 500
 POLL_TIMEOUT_S = 0.2

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from confluent_kafka import KafkaError, Message, Producer
 
-from eoschaos.history import HistoryWriter
+from eoschaos.contract.history import HistoryWriter
 
 WRITER = "seeder"
 STOP_FLUSH_TIMEOUT_S = 15.0

@@ -26,8 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from clusters import processes
-from eoschaos.history import HistoryWriter
+from eoschaos.clusters import processes
+from eoschaos.contract.history import HistoryWriter
 
 WRITER = "supervisor"
 WATCH_INTERVAL_S = 0.1

@@ -16,10 +16,10 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer, TopicPartition
 
-from eoschaos.history import HistoryWriter
-from workloads.harness.lineage import TransactionTag, lineage_headers, transform
-from workloads.kip447.config import ProcessorConfig
-from workloads.kip447.group_member import GroupMember, offsets_field
+from eoschaos.contract.history import HistoryWriter
+from eoschaos.workloads.harness.lineage import TransactionTag, lineage_headers, transform
+from eoschaos.workloads.kip447.config import ProcessorConfig
+from eoschaos.workloads.kip447.group_member import GroupMember, offsets_field
 
 COMMIT_INTERVAL_S = 2.0
 REVOKE_FLUSH_TIMEOUT_S = 10.0

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from workloads.harness.pipeline import PipelineConfig
+from eoschaos.workloads.harness.pipeline import PipelineConfig
 
 MODES = ("eos", "alos", "no-fencing", "read-uncommitted")
 TRANSACTIONAL_MODES = ("eos", "no-fencing", "read-uncommitted")

@@ -21,9 +21,9 @@ from collections.abc import Callable
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Message, TopicPartition
 
-from eoschaos.history import HistoryWriter
-from workloads.harness.lineage import group_generation
-from workloads.kip447.config import ProcessorConfig
+from eoschaos.contract.history import HistoryWriter
+from eoschaos.workloads.harness.lineage import group_generation
+from eoschaos.workloads.kip447.config import ProcessorConfig
 
 BATCH_MAX_RECORDS = 200
 BATCH_TIMEOUT_S = 0.5

@@ -1,6 +1,6 @@
 """One processor process of the KIP-447 pipeline.
 
-    python -m workloads.kip447.processor CONFIG INSTANCE INCARNATION [TXN_ID]
+    python -m eoschaos.workloads.kip447.processor CONFIG INSTANCE INCARNATION [TXN_ID]
 
 Each instance runs as its own OS process so the harness can kill -9 or SIGSTOP it like a real
 deployment's pod. It reads the shared ProcessorConfig (JSON) from CONFIG, writes history as
@@ -19,20 +19,20 @@ import threading
 from dataclasses import replace
 from pathlib import Path
 
-from eoschaos.history import HistoryWriter
-from workloads.harness.orphan import exit_when_orphaned
-from workloads.harness.supervisor import instance_name as writer_name
-from workloads.kip447.at_least_once import AtLeastOnceProcessor, Undeliverable
-from workloads.kip447.config import (
+from eoschaos.contract.history import HistoryWriter
+from eoschaos.workloads.harness.orphan import exit_when_orphaned
+from eoschaos.workloads.harness.supervisor import instance_name as writer_name
+from eoschaos.workloads.kip447.at_least_once import AtLeastOnceProcessor, Undeliverable
+from eoschaos.workloads.kip447.config import (
     EXIT_FENCED,
     EXIT_UNDELIVERABLE,
     ProcessorConfig,
 )
-from workloads.kip447.transactional import Fenced, TransactionalProcessor
+from eoschaos.workloads.kip447.transactional import Fenced, TransactionalProcessor
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m workloads.kip447.processor")
+    parser = argparse.ArgumentParser(prog="python -m eoschaos.workloads.kip447.processor")
     parser.add_argument(
         "--env",
         action="store_true",

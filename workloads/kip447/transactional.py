@@ -22,10 +22,10 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer, TopicPartition
 
-from eoschaos.history import HistoryWriter
-from workloads.harness.lineage import TransactionTag, lineage_headers, transform
-from workloads.kip447.config import EXIT_HUNG, ProcessorConfig
-from workloads.kip447.group_member import GroupMember, offsets_field
+from eoschaos.contract.history import HistoryWriter
+from eoschaos.workloads.harness.lineage import TransactionTag, lineage_headers, transform
+from eoschaos.workloads.kip447.config import EXIT_HUNG, ProcessorConfig
+from eoschaos.workloads.kip447.group_member import GroupMember, offsets_field
 
 # Short enough that an abandoned transaction clears quickly, long enough that an instance frozen
 # mid-transaction past its session timeout (a zombie, ~8.5 s) comes back with its transaction

@@ -20,10 +20,10 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from clusters.kafka_dist import KafkaDistribution
-from workloads.harness.pipeline import PipelineWorkload, progress_to_stderr
-from workloads.harness.supervisor import Launch, Supervisor
-from workloads.kip447.config import MODES, Kip447Config, ProcessorConfig, transactional_id
+from eoschaos.clusters.kafka_dist import KafkaDistribution
+from eoschaos.workloads.harness.pipeline import PipelineWorkload, progress_to_stderr
+from eoschaos.workloads.harness.supervisor import Launch, Supervisor
+from eoschaos.workloads.kip447.config import MODES, Kip447Config, ProcessorConfig, transactional_id
 
 __all__ = ["MODES", "Kip447Config", "Kip447Pipeline", "Kip447Workload"]
 
@@ -47,7 +47,7 @@ class Kip447Pipeline:
 
     def launch(self, instance: int, incarnation: int, env: dict[str, str]) -> Launch:
         txn_id = env["EOSCHAOS_TRANSACTIONAL_ID"]
-        argv = [sys.executable, "-m", "workloads.kip447.processor", str(self._config_path)]
+        argv = [sys.executable, "-m", "eoschaos.workloads.kip447.processor", str(self._config_path)]
         argv += [str(instance), str(incarnation), *([txn_id] if txn_id else [])]
         argv += ["--bootstrap", env["EOSCHAOS_BOOTSTRAP_SERVERS"]]  # its lane, if it has one
         return Launch(argv, env)

@@ -1,6 +1,6 @@
 """One instance of a Spark Structured Streaming pipeline, run under eoschaos' instance contract.
 
-    python -m workloads.spark.job        # configured only by the EOSCHAOS_* environment
+    python -m eoschaos.workloads.spark.job        # configured only by the EOSCHAOS_* environment
 
 A local-mode Spark driver reads the input topic (read_committed), maps every record to
 "processed-<value>" under the same key and partition, and writes the output topic:
@@ -34,9 +34,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.functions import col, concat, lit
 from pyspark.sql.streaming import StreamingQuery, StreamingQueryListener
 
-from clusters.admin import admin_client, create_topics
-from workloads.harness.orphan import exit_when_orphaned
-from workloads.spark.connector import connector_jars
+from eoschaos.clusters.admin import admin_client, create_topics
+from eoschaos.workloads.harness.orphan import exit_when_orphaned
+from eoschaos.workloads.spark.connector import connector_jars
 
 MODES = ("eos", "alos")
 EXIT_USAGE = 2

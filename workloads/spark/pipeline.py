@@ -21,8 +21,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from workloads.harness.supervisor import Launch, Supervisor
-from workloads.spark.job import MODES
+from eoschaos.workloads.harness.supervisor import Launch, Supervisor
+from eoschaos.workloads.spark.job import MODES
 
 CHECKPOINT_DIR = "checkpoint"  # under the instance's state dir (JobConfig.checkpoint)
 
@@ -42,7 +42,7 @@ class SparkPipeline:
         """Nothing to write: the job reads the environment."""
 
     def launch(self, instance: int, incarnation: int, env: dict[str, str]) -> Launch:
-        return Launch([sys.executable, "-m", "workloads.spark.job"], env)
+        return Launch([sys.executable, "-m", "eoschaos.workloads.spark.job"], env)
 
     def transactional_id(self, instance: int, incarnation: int) -> str | None:
         return f"spark-{instance}" if self._mode == "eos" else None

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from workloads.harness.final import record_aggregates
-from workloads.harness.supervisor import Launch, Supervisor
-from workloads.streams.build import StreamsApp
+from eoschaos.workloads.harness.final import record_aggregates
+from eoschaos.workloads.harness.supervisor import Launch, Supervisor
+from eoschaos.workloads.streams.build import StreamsApp
 
 MODES = ("eos", "alos")  # processing.guarantee exactly_once_v2 / at_least_once
 BUCKETS = 10

@@ -55,9 +55,9 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.fixture(scope="session")
 def eoschaos_cluster(pytestconfig: pytest.Config, tmp_path_factory) -> Iterator[Any]:
     """A real 3-broker cluster behind Toxiproxy, shared by every run of the session."""
-    from clusters import kafka_dist, toxiproxy
-    from clusters.broker_config import ClusterSpec
-    from clusters.process_backend import ProcessCluster
+    from eoschaos.clusters import kafka_dist, toxiproxy
+    from eoschaos.clusters.broker_config import ClusterSpec
+    from eoschaos.clusters.process_backend import ProcessCluster
 
     dist = kafka_dist.resolve(pytestconfig.getoption("eoschaos_kafka_version"))
     run_dir = tmp_path_factory.mktemp(f"eoschaos-cluster-{dist.version}")
@@ -75,10 +75,10 @@ def eoschaos_run(
     """Run a workload under faults on the session cluster and return its verdict.
 
     Keyword arguments are those of `eoschaos run` (`faults` as a comma-separated string,
-    or `schedule` as a list of chaos.schedule.FaultEvent for an explicit schedule).
+    or `schedule` as a list of eoschaos.chaos.schedule.FaultEvent for an explicit schedule).
     The verdict dict gains `run_dir` and `report` (the HTML report's path).
     """
-    from chaos.schedule import parse_faults
+    from eoschaos.chaos.schedule import parse_faults
     from eoschaos.run import REPORT_FILE, RunConfig, judge_run, record_on_cluster
 
     def run(

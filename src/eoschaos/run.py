@@ -17,24 +17,24 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from chaos.catalogue import fixed_number
-from chaos.nemesis import Nemesis
-from chaos.schedule import (
+from eoschaos.chaos.catalogue import fixed_number
+from eoschaos.chaos.nemesis import Nemesis
+from eoschaos.chaos.schedule import (
     FaultEvent,
     random_schedule,
     resolve_random,
     validate_schedule,
     write_schedule,
 )
-from clusters import kafka_dist, toxiproxy
-from clusters.broker_config import ClusterSpec
-from clusters.process_backend import ProcessCluster, progress_to_stderr
-from eoschaos.errors import EoschaosError
-from eoschaos.history import write_manifest
-from workloads import registry
-from workloads.harness.expected import load_expect
-from workloads.harness.pipeline import PipelineConfig, WorkloadFailed
-from workloads.harness.reader import IdSource
+from eoschaos.clusters import kafka_dist, toxiproxy
+from eoschaos.clusters.broker_config import ClusterSpec
+from eoschaos.clusters.process_backend import ProcessCluster, progress_to_stderr
+from eoschaos.contract.errors import EoschaosError
+from eoschaos.contract.history import write_manifest
+from eoschaos.workloads import registry
+from eoschaos.workloads.harness.expected import load_expect
+from eoschaos.workloads.harness.pipeline import PipelineConfig, WorkloadFailed
+from eoschaos.workloads.harness.reader import IdSource
 
 BACKENDS = ("process", "containers")
 CATCH_UP_TIMEOUT_S = 90.0
@@ -234,7 +234,7 @@ def record_run(
             instance_lanes=config.instance_count(),
         )
         if config.backend == "containers":
-            from clusters.containers_backend import ContainerCluster
+            from eoschaos.clusters.containers_backend import ContainerCluster
 
             cluster = ContainerCluster(
                 run_dir / "cluster", spec, dist, image=config.image, progress=progress
@@ -367,11 +367,11 @@ def judge_run(
     progress: Callable[[str], None] = progress_to_stderr,
 ) -> dict[str, Any]:
     """History → verdict.json + report.html in run_dir. Returns the verdict."""
-    from checkers.history_io import compact_history, load_history
-    from checkers.lineage import lineage_section
-    from checkers.spark import spark_session
-    from checkers.verdict import check_run
-    from reports.html import write_report
+    from eoschaos.checkers.history_io import compact_history, load_history
+    from eoschaos.checkers.lineage import lineage_section
+    from eoschaos.checkers.spark import spark_session
+    from eoschaos.checkers.verdict import check_run
+    from eoschaos.reports.html import write_report
 
     spark = spark_session(spark_master)
     try:

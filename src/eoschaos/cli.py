@@ -10,7 +10,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from eoschaos.errors import EoschaosError
+from eoschaos.contract.errors import EoschaosError
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
@@ -186,9 +186,9 @@ def new_run_dir(requested: Path | None, prefix: str) -> Path:
 
 
 def _start_cluster(args: argparse.Namespace, prefix: str):
-    from clusters import kafka_dist, toxiproxy
-    from clusters.broker_config import ClusterSpec
-    from clusters.process_backend import ProcessCluster
+    from eoschaos.clusters import kafka_dist, toxiproxy
+    from eoschaos.clusters.broker_config import ClusterSpec
+    from eoschaos.clusters.process_backend import ProcessCluster
 
     dist = kafka_dist.resolve(args.kafka_version)
     binary = toxiproxy.server_binary()
@@ -201,10 +201,10 @@ def _start_cluster(args: argparse.Namespace, prefix: str):
 def cmd_install(args: argparse.Namespace) -> int:
     import tempfile
 
-    from clusters import kafka_dist, toxiproxy
-    from clusters.process_backend import build_class_archive
-    from workloads.spark.connector import connector_jars
-    from workloads.streams.build import build_streams_app
+    from eoschaos.clusters import kafka_dist, toxiproxy
+    from eoschaos.clusters.process_backend import build_class_archive
+    from eoschaos.workloads.spark.connector import connector_jars
+    from eoschaos.workloads.streams.build import build_streams_app
 
     binary = toxiproxy.server_binary()
     print(f"Toxiproxy {toxiproxy.TOXIPROXY_VERSION}: {binary}", flush=True)
@@ -227,7 +227,7 @@ def _say(message: str) -> None:
 
 
 def cmd_cluster(args: argparse.Namespace) -> int:
-    from clusters.process_backend import ProcessCluster, is_run_dir, stop_run_dir
+    from eoschaos.clusters.process_backend import ProcessCluster, is_run_dir, stop_run_dir
 
     if args.cluster_command == "up":
         cluster = _start_cluster(args, "cluster")
@@ -247,7 +247,7 @@ def cmd_cluster(args: argparse.Namespace) -> int:
 
 
 def cmd_cleanup(args: argparse.Namespace) -> int:
-    from clusters.process_backend import is_run_dir, registered_run_dirs, stop_run_dir
+    from eoschaos.clusters.process_backend import is_run_dir, registered_run_dirs, stop_run_dir
 
     if args.run_dir is not None:
         if not is_run_dir(args.run_dir):
@@ -255,7 +255,7 @@ def cmd_cleanup(args: argparse.Namespace) -> int:
         targets = [args.run_dir]
     else:
         targets = registered_run_dirs()
-    from clusters.containers_backend import cleanup_containers
+    from eoschaos.clusters.containers_backend import cleanup_containers
 
     total = 0
     removed = cleanup_containers(args.run_dir)
@@ -294,8 +294,8 @@ def _finish(verdict: dict, run_dir: Path) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from chaos.schedule import INTENSITIES, load_schedule, parse_faults
-    from clusters import kafka_dist
+    from eoschaos.chaos.schedule import INTENSITIES, load_schedule, parse_faults
+    from eoschaos.clusters import kafka_dist
     from eoschaos.run import RunConfig, judge_run, record_run
 
     version = args.kafka_version or kafka_dist.DEFAULT_KAFKA_VERSION
@@ -344,16 +344,16 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_images(args: argparse.Namespace) -> int:
-    from clusters import kafka_dist
-    from clusters.images import build_image
-    from clusters.process_backend import progress_to_stderr
+    from eoschaos.clusters import kafka_dist
+    from eoschaos.clusters.images import build_image
+    from eoschaos.clusters.process_backend import progress_to_stderr
 
     print(build_image(kafka_dist.resolve(args.kafka_version), progress_to_stderr))
     return EXIT_OK
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from eoschaos.history import RUN_MANIFEST
+    from eoschaos.contract.history import RUN_MANIFEST
     from eoschaos.run import judge_run
 
     run_dir = args.run_dir.resolve()

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import time
 
-from clusters.process_backend import ProcessCluster
-from workloads.smoke import create_topic, read_all, run_smoke
+from eoschaos.clusters.process_backend import ProcessCluster
+from eoschaos.workloads.smoke import create_topic, read_all, run_smoke
 
 BEFORE_TOPIC, DURING_TOPIC = "demo-before-kill", "demo-during-kill"
 
