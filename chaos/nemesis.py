@@ -29,10 +29,13 @@ from eoschaos.chaos.schedule import FaultEvent
 from eoschaos.clusters.admin import wait_answers_for_itself
 from eoschaos.clusters.ports import Link, lane_link
 from eoschaos.clusters.process_backend import ProcessCluster
-from eoschaos.contract.history import HistoryWriter
+from eoschaos.contract.history import HistoryWriter, await_instance_event
 
 HEAL_TIMEOUT_S = 120.0
-ZOMBIE_TRIGGER_WAIT_S = 5.0
+# How long an aimed fault follows its instance for a produced batch before it gives up and
+# strikes anyway (recorded as mid_transaction false). Long enough to outlast a replacement's
+# start and first rebalance: a moment missed there is re-aimed at the next incarnation.
+ZOMBIE_TRIGGER_WAIT_S = 20.0
 TOPIC_ALIASES = ("input", "output")
 
 
@@ -72,6 +75,7 @@ class Nemesis:
         self.workload = workload
         self.progress = progress
         self.wait_for_recovery = wait_for_recovery
+        self.run_dir = run_dir
         self.history = HistoryWriter(run_dir, "nemesis")
         self._rng = random.Random(seed)  # only for targets a schedule left random
         self._active: dict[int, tuple[FaultEvent, Callable[[], None]]] = {}
@@ -436,25 +440,14 @@ class Nemesis:
 
     def _freeze_mid_transaction(self, instance: int, params: dict[str, Any]) -> None:
         """SIGSTOP the instance right after it produced a batch (or after the wait runs out);
-        whether it was caught mid-transaction goes into the fault's params."""
-        params["mid_transaction"] = self._await_transaction(instance, ZOMBIE_TRIGGER_WAIT_S)
+        whether it was caught mid-transaction goes into the fault's params, the recorded
+        effect that tests and reviewers rest on."""
+        params["mid_transaction"] = await_instance_event(
+            self.run_dir, instance, _produced_a_batch, ZOMBIE_TRIGGER_WAIT_S
+        )
         self.workload.pause_instance(instance)
 
-    def _await_transaction(self, instance: int, timeout: float) -> bool:
-        """Follow the instance's live history until it produces a batch (True), or timeout."""
-        files = sorted(
-            (self.history.path.parent).glob(f"processor-{instance}.*.jsonl"),
-            key=lambda path: path.stat().st_mtime,
-        )
-        if not files:
-            return False
-        deadline = time.monotonic() + timeout
-        with files[-1].open() as live:
-            live.seek(0, 2)
-            while time.monotonic() < deadline:
-                line = live.readline()
-                if not line:
-                    time.sleep(0.002)
-                elif '"f":"produce"' in line and '"type":"ok"' in line:
-                    return True
-        return False
+
+def _produced_a_batch(event: dict[str, Any]) -> bool:
+    """The instance produced its transaction's records and has not committed yet."""
+    return (event["kind"], event["f"], event["type"]) == ("txn", "produce", "ok")

@@ -35,7 +35,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from eoschaos.checkers.history_io import event_schema, write_parquet
-from eoschaos.contract.history import HISTORY_DIR, PARQUET_DIR, write_manifest
+from eoschaos.contract.history import HISTORY_DIR, HUNG_ERROR_PREFIX, PARQUET_DIR, write_manifest
 
 INPUT_TOPIC = "input-topic"
 OUTPUT_TOPIC = "output-topic"
@@ -157,8 +157,10 @@ class Plants:
     lso_behind: int = 0
     group_offsets_behind: int = 0
     aggregate_mismatch: int = 0
-    # Not an anomaly: attempts fencing rejected (ILLEGAL_GENERATION), counted informationally.
+    # Not anomalies, counted informationally: attempts fencing rejected (ILLEGAL_GENERATION),
+    # and client calls that blocked past their timeout until the process gave up (hung).
     fenced_attempts: int = 0
+    hung_calls: int = 0
 
     def expected(self, shape: RunShape) -> dict[str, int]:
         """Check name -> the count it must report. A skipped slot is txn_size skipped records."""
@@ -197,6 +199,7 @@ TRANSACTIONAL_PLANTS = (
     "zombie_write",
     "open_transaction",
     "fenced_attempts",
+    "hung_calls",
 )
 
 
@@ -555,8 +558,16 @@ class _Tail:
         self._extra_transaction()
         for z in range(plants.zombie_write):
             self._zombie(z)
+        refused = [
+            ("send-offsets", "fail", {"error": "ILLEGAL_GENERATION"}),
+            ("abort", "invoke", {}),
+            ("abort", "ok", {}),
+        ]
         for _ in range(plants.fenced_attempts):
-            self._fenced_attempt()
+            self._stale_attempt(refused)
+        hung = [("send-offsets", "info", {"error": f"{HUNG_ERROR_PREFIX} send-offsets"})]
+        for _ in range(plants.hung_calls):
+            self._stale_attempt(hung)
         self.end_time = shape.slot_time(self.u + 1)
         self._end_state()
 
@@ -652,8 +663,9 @@ class _Tail:
         seq = self._transaction(partition % s.instances, 1, [source], [output])
         self.zombies.append({"instance": partition % s.instances, "txn_seq": seq})
 
-    def _fenced_attempt(self) -> None:
-        """Instance 0 tries to send offsets under a stale generation, is refused, and aborts."""
+    def _stale_attempt(self, outcome: list[tuple[str, str, dict[str, Any]]]) -> None:
+        """Instance 0 begins a transaction under a stale generation and sends its offsets;
+        `outcome` is what followed (refused and aborted, or a call that never returned)."""
         s = self.shape
         seq, self.next_seq = self.next_seq, self.next_seq + 2
         txn = {"instance": 0, "incarnation": 1, "txn_id": "eoschaos-txn-0", "txn_seq": seq}
@@ -662,9 +674,7 @@ class _Tail:
             ("begin", "invoke", {"fate": "commit"}),
             ("begin", "ok", {}),
             ("send-offsets", "invoke", {}),
-            ("send-offsets", "fail", {"error": "ILLEGAL_GENERATION"}),
-            ("abort", "invoke", {}),
-            ("abort", "ok", {}),
+            *outcome,
         ]
         for n, (f, type_, more) in enumerate(steps):
             self._event(

@@ -14,6 +14,7 @@ from pyspark.sql import functions as F
 
 from eoschaos.checkers.census import FINAL_UNCOMMITTED
 from eoschaos.checkers.history_io import History
+from eoschaos.contract.history import HUNG_ERROR_PREFIX
 
 TXN_KEY = ["instance", "incarnation", "txn_seq"]
 PARTITION_SHIFT = 40  # a read's place: partition << 40 | offset, one sortable long
@@ -59,6 +60,9 @@ def transaction_table(history: History) -> DataFrame:
             F.max(_step("commit", "fail")).alias("commit_failed"),
             F.max(_step("abort", "invoke")).alias("abort_invoked"),
             F.sum(rejected_attempt().cast("int")).alias("rejected"),
+            F.max((F.col("type") == "info") & F.col("error").startswith(HUNG_ERROR_PREFIX)).alias(
+                "hung"
+            ),
             F.array_distinct(F.flatten(F.collect_list(consumed))).alias("partitions"),
         )
         .withColumn(
@@ -85,6 +89,7 @@ def transaction_stats(txns: DataFrame) -> dict[str, int]:
         F.sum((real & (F.col("rejected") > 0)).cast("int")).alias("fenced"),
         F.sum(unknown.cast("int")).alias("unknown"),
         F.sum("rejected").alias("rejected_attempts"),
+        F.sum((real & F.coalesce(F.col("hung"), F.lit(False))).cast("int")).alias("hung"),
     ).first()
     return {key: int(row[key] or 0) for key in row.asDict()}
 

@@ -12,6 +12,8 @@ from eoschaos.contract.history import (
     FIELDS,
     FLUSH_INTERVAL_S,
     HistoryWriter,
+    await_instance_event,
+    instance_name,
     read_manifest,
     write_manifest,
 )
@@ -72,3 +74,45 @@ def test_concurrent_writers_threads_produce_only_whole_lines(tmp_path):
 def test_manifest_round_trips_with_the_schema_version(tmp_path):
     write_manifest(tmp_path, {"workload": "kip447", "seed": 3})
     assert read_manifest(tmp_path) == {"history_schema": 1, "workload": "kip447", "seed": 3}
+
+
+def _produced(event):
+    return (event["kind"], event["f"], event["type"]) == ("txn", "produce", "ok")
+
+
+def _record_later(run_dir, incarnation, delay):
+    def record():
+        time.sleep(delay)
+        with HistoryWriter(run_dir, instance_name(0, incarnation), flush_each=True) as writer:
+            writer.record("txn", "invoke", "begin")
+            writer.record("txn", "ok", "produce")
+
+    thread = threading.Thread(target=record)
+    thread.start()
+    return thread
+
+
+def test_following_an_instance_ignores_what_it_recorded_before(tmp_path):
+    _record_later(tmp_path, 0, 0).join()
+    assert not await_instance_event(tmp_path, 0, _produced, timeout=0.5)
+
+
+def test_following_an_instance_sees_its_next_event_as_it_is_flushed(tmp_path):
+    HistoryWriter(tmp_path, instance_name(0, 0)).close()
+    writer = _record_later(tmp_path, 0, 0.3)
+    assert await_instance_event(tmp_path, 0, _produced, timeout=5)
+    writer.join()
+
+
+def test_following_an_instance_moves_on_to_its_replacement(tmp_path):
+    HistoryWriter(tmp_path, instance_name(0, 0)).close()
+    writer = _record_later(tmp_path, 1, 0.5)
+    assert await_instance_event(tmp_path, 0, _produced, timeout=5)
+    writer.join()
+
+
+def test_following_an_instance_does_not_mistake_another_for_it(tmp_path):
+    HistoryWriter(tmp_path, instance_name(0, 0)).close()
+    writer = _record_later(tmp_path, 0, 0.3)
+    assert not await_instance_event(tmp_path, 1, _produced, timeout=1)
+    writer.join()

@@ -8,13 +8,16 @@ The other workloads' known-bad modes are marked chaos (nightly, `pytest -m chaos
 
 from __future__ import annotations
 
+import json
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from eoschaos.chaos.schedule import FaultEvent
+from eoschaos.contract.history import HUNG_ERROR_PREFIX, instance_history_files
 
 pytestmark = pytest.mark.cluster
 
@@ -324,9 +327,43 @@ def test_known_bad_mode_shows_one_of_its_anomalies(verdict_of, scenario):
     assert failed & set(BY_NAME[scenario].must_fail_one_of), verdict["report"]
 
 
+def _aimed_faults(verdict: dict[str, Any]) -> list[dict[str, Any]]:
+    """The faults aimed at an instance mid-transaction, with the params the nemesis recorded."""
+    faults = [
+        {**fault, "params": json.loads(fault["params"] or "{}")}
+        for fault in verdict["timeline"]["faults"]
+    ]
+    return [fault for fault in faults if "mid_transaction" in fault["params"]]
+
+
+def _hung_calls(run_dir: str, instance: int) -> list[dict[str, Any]]:
+    """The instance's client calls that blocked past their timeout (its process then exits)."""
+    events = (
+        json.loads(line)
+        for path in instance_history_files(Path(run_dir), instance)
+        for line in path.read_text().splitlines()
+    )
+    return [e for e in events if (e.get("error") or "").startswith(HUNG_ERROR_PREFIX)]
+
+
 @pytest.mark.parametrize("scenario", _scenarios(lambda s: s.fences))
 def test_the_fenced_instance_attempts_are_visible_as_rejected(verdict_of, scenario):
-    fencing = verdict_of(scenario)["checks"]["fencing.zombie-write"]
+    """Rests on what the faults recorded, not on their timing: an aimed fault must have caught
+    its instance mid-transaction. The caught instance then tries to finish its transaction
+    after its session expired, and fencing must reject it. One outcome is outside the
+    pipeline's and the brokers' hands: a send-offsets issued while the instance was cut off
+    can block in librdkafka past its own timeout (librdkafka #5456, open), and the processor
+    exits as hung with its attempt never answered. Fencing was then not exercised: an expected
+    failure, listed as such, never a pass."""
+    verdict = verdict_of(scenario)
+    aimed = _aimed_faults(verdict)
+    missed = [f"{f['f']} {f['target']}" for f in aimed if not f["params"]["mid_transaction"]]
+    assert not missed, f"aimed faults that found no transaction to catch: {missed}"
+    fencing = verdict["checks"]["fencing.zombie-write"]
+    if fencing["counts"]["rejected_attempts"] == 0:
+        hung = [c for f in aimed for c in _hung_calls(verdict["run_dir"], f["params"]["instance"])]
+        if hung:
+            pytest.xfail(f"the caught instance's attempt hung in librdkafka (#5456): {hung[0]}")
     assert fencing["counts"]["rejected_attempts"] > 0, fencing
 
 

@@ -137,6 +137,17 @@ def test_fenced_attempts_are_counted_without_failing(spark, tmp_path):
     assert verdict["stats"]["transactions"]["fenced"] == 2
 
 
+def test_a_call_that_hung_past_its_timeout_is_counted_not_taken_for_a_rejection(spark, tmp_path):
+    run = write_synthetic(spark, tmp_path, SHAPE, Plants(hung_calls=1, fenced_attempts=2))
+    verdict = check_run(spark, run.run_dir)
+    transactions = verdict["stats"]["transactions"]
+    assert (verdict["verdict"], transactions["hung"], transactions["rejected_attempts"]) == (
+        "PASS",
+        1,
+        2,
+    )
+
+
 def test_alos_history_lists_transactional_checks_as_not_applicable(spark, tmp_path):
     shape = RunShape(mode="alos", abort_every=0)
     run = write_synthetic(spark, tmp_path, shape, Plants(duplicate=1))

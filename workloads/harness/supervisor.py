@@ -27,18 +27,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from eoschaos.clusters import processes
-from eoschaos.contract.history import HistoryWriter
+from eoschaos.contract.history import HistoryWriter, instance_name
 
 WRITER = "supervisor"
 WATCH_INTERVAL_S = 0.1
 RESTART_AFTER_CLEAN_EXIT_S = 1.0
 TWIN_INCARNATION = 1000
 TWIN_STOP_TIMEOUT_S = 10.0
-
-
-def instance_name(instance: int, incarnation: int) -> str:
-    """The process name of an incarnation: its log file, PID file and (kip447) history writer."""
-    return f"processor-{instance}.{incarnation}"
 
 
 @dataclass(frozen=True)

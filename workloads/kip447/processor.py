@@ -19,9 +19,8 @@ import threading
 from dataclasses import replace
 from pathlib import Path
 
-from eoschaos.contract.history import HistoryWriter
+from eoschaos.contract.history import HistoryWriter, instance_name
 from eoschaos.workloads.harness.orphan import exit_when_orphaned
-from eoschaos.workloads.harness.supervisor import instance_name as writer_name
 from eoschaos.workloads.kip447.at_least_once import AtLeastOnceProcessor, Undeliverable
 from eoschaos.workloads.kip447.config import (
     EXIT_FENCED,
@@ -64,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     exit_when_orphaned()
 
     history = HistoryWriter(
-        Path(config.run_dir), writer_name(args.instance, args.incarnation), flush_each=True
+        Path(config.run_dir), instance_name(args.instance, args.incarnation), flush_each=True
     )
     identity = {"instance": args.instance, "incarnation": args.incarnation, "txn_id": args.txn_id}
     try:

@@ -22,7 +22,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer, TopicPartition
 
-from eoschaos.contract.history import HistoryWriter
+from eoschaos.contract.history import HUNG_ERROR_PREFIX, HistoryWriter
 from eoschaos.workloads.harness.lineage import TransactionTag, lineage_headers, transform
 from eoschaos.workloads.kip447.config import EXIT_HUNG, ProcessorConfig
 from eoschaos.workloads.kip447.group_member import GroupMember, offsets_field
@@ -245,7 +245,7 @@ class TransactionalProcessor:
         this incarnation, as a liveness probe would. librdkafka's send_offsets_to_transaction
         can block forever when the group coordinator dies (librdkafka issues #5456, #5511).
         """
-        error = f"HUNG: {f} blocked over {HANG_LIMIT_S:.0f}s"
+        error = f"{HUNG_ERROR_PREFIX} {f} blocked over {HANG_LIMIT_S:.0f}s"
         self._record("info", f, tag, error=error, **fields)
         self._history.flush()
         print(f"{error}; exiting so a replacement takes over", file=sys.stderr, flush=True)

@@ -14,6 +14,7 @@ import json
 import os
 import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,9 @@ RUN_MANIFEST = "run.json"
 
 KINDS = ("send", "txn", "rebalance", "read", "instance", "fault", "end")
 TYPES = ("invoke", "ok", "fail", "info")
+# The error of an `info` txn event whose call blocked far past its own timeout and was abandoned
+# (the process exits and is replaced): the attempt never got an answer from any broker.
+HUNG_ERROR_PREFIX = "HUNG:"
 
 # One flat row type for every kind: fields a kind does not use are null. Spark reads the
 # JSON lines and the Parquet files with exactly this schema, so a field that drifts in type
@@ -74,6 +78,13 @@ HEADER_GENERATION = "eoschaos.generation"
 HEADER_FATE = "eoschaos.fate"
 
 FLUSH_INTERVAL_S = 0.5
+NEWER_INCARNATION_POLL_S = 0.2
+
+
+def instance_name(instance: int, incarnation: int) -> str:
+    """The process name of a workload instance's incarnation: its history writer (kip447), log
+    file and PID file."""
+    return f"processor-{instance}.{incarnation}"
 
 
 class HistoryWriter:
@@ -150,3 +161,53 @@ def write_manifest(run_dir: Path, manifest: dict[str, Any]) -> Path:
 
 def read_manifest(run_dir: Path) -> dict[str, Any]:
     return json.loads((Path(run_dir) / RUN_MANIFEST).read_text())
+
+
+def instance_history_files(run_dir: Path, instance: int) -> list[Path]:
+    """The history files a workload instance's incarnations wrote, oldest incarnation first."""
+    prefix = instance_name(instance, 0).removesuffix("0")
+    by_incarnation = {
+        int(path.stem.removeprefix(prefix)): path
+        for path in (Path(run_dir) / HISTORY_DIR).glob(f"{prefix}*.jsonl")
+        if path.stem.removeprefix(prefix).isdigit()
+    }
+    return [by_incarnation[n] for n in sorted(by_incarnation)]
+
+
+def _live_events(run_dir: Path, instance: int, deadline: float) -> Iterator[dict[str, Any]]:
+    """Events an instance records from now until the deadline, as they are flushed: from the
+    end of its newest incarnation's file, moving to a newer incarnation's once one appears
+    (a replacement started meanwhile is followed too)."""
+    current, live, looked = None, None, 0.0
+    try:
+        while time.monotonic() < deadline:
+            if time.monotonic() - looked > NEWER_INCARNATION_POLL_S:
+                looked = time.monotonic()
+                newest = next(reversed(instance_history_files(run_dir, instance)), None)
+                if newest is not None and newest != current:
+                    first = current is None
+                    if live is not None:
+                        live.close()
+                    current, live = newest, newest.open()
+                    if first:
+                        live.seek(0, os.SEEK_END)  # what is already there happened before
+            line = live.readline() if live is not None else ""
+            if not line.endswith("\n"):  # nothing new, or a line still being written
+                if line and live is not None:
+                    live.seek(live.tell() - len(line.encode()))
+                time.sleep(0.002)
+                continue
+            yield json.loads(line)
+    finally:
+        if live is not None:
+            live.close()
+
+
+def await_instance_event(
+    run_dir: Path, instance: int, matches: Callable[[dict[str, Any]], bool], timeout: float
+) -> bool:
+    """Follow a workload instance's live history until it records an event that `matches`
+    (True) or the timeout passes (False). Only writers with `flush_each` can be followed
+    this closely (kip447 processors are)."""
+    deadline = time.monotonic() + timeout
+    return any(matches(event) for event in _live_events(run_dir, instance, deadline))
