@@ -29,7 +29,7 @@ from eoschaos.chaos.schedule import FaultEvent
 from eoschaos.clusters.admin import wait_answers_for_itself
 from eoschaos.clusters.ports import Link, lane_link
 from eoschaos.clusters.process_backend import ProcessCluster
-from eoschaos.contract.history import HistoryWriter, await_instance_event
+from eoschaos.contract.history import NEMESIS, HistoryWriter, await_instance_event
 
 HEAL_TIMEOUT_S = 120.0
 # How long an aimed fault follows its instance for a produced batch before it gives up and
@@ -76,7 +76,7 @@ class Nemesis:
         self.progress = progress
         self.wait_for_recovery = wait_for_recovery
         self.run_dir = run_dir
-        self.history = HistoryWriter(run_dir, "nemesis")
+        self.history = HistoryWriter(run_dir, NEMESIS)
         self._rng = random.Random(seed)  # only for targets a schedule left random
         self._active: dict[int, tuple[FaultEvent, Callable[[], None]]] = {}
         self._started = 0

@@ -21,9 +21,10 @@ from typing import Any
 
 from pyspark.sql import functions as F
 
-from eoschaos.checkers.census import FINAL_COMMITTED, Census
+from eoschaos.checkers.census import Census
 from eoschaos.checkers.findings import Tally
 from eoschaos.checkers.history_io import History
+from eoschaos.contract.history import FINAL_COMMITTED
 
 DESCRIPTIONS = {
     "aggregate.mismatch": "A final aggregate of the pipeline (count, sum, min, max of the ids "

@@ -15,10 +15,8 @@ from typing import Any
 from pyspark.sql import functions as F
 
 from eoschaos.checkers.history_io import History
+from eoschaos.contract.history import FINAL_COMMITTED, FINAL_UNCOMMITTED
 
-FINAL_COMMITTED = "final-committed"
-FINAL_UNCOMMITTED = "final-uncommitted"
-FINAL_SCANS = (FINAL_COMMITTED, FINAL_UNCOMMITTED)
 MAX_ROWS_KEPT = 100_000  # end rows + fault events kept: far above any real run
 KEPT_FIELDS = (
     "f",

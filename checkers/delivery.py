@@ -11,9 +11,9 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from eoschaos.checkers.census import FINAL_COMMITTED
 from eoschaos.checkers.findings import explode_findings, finding
 from eoschaos.checkers.history_io import History
+from eoschaos.contract.history import FINAL_COMMITTED
 
 DESCRIPTIONS = {
     "delivery.lost": "An acknowledged input record (or one in the final input scan) has no "

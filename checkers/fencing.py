@@ -13,9 +13,9 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from eoschaos.checkers.census import FINAL_COMMITTED
 from eoschaos.checkers.findings import explode_findings, finding
 from eoschaos.checkers.transactions import TXN_KEY
+from eoschaos.contract.history import FINAL_COMMITTED
 
 DESCRIPTIONS = {
     "fencing.zombie-write": "An older owner (lower generation) of an input partition committed "

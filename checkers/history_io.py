@@ -24,13 +24,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from eoschaos.contract.errors import EoschaosError
-from eoschaos.contract.history import (
-    HISTORY_DIR,
-    PARQUET_DIR,
-    RUN_MANIFEST,
-    SCHEMA_DDL,
-    SCHEMA_VERSION,
-)
+from eoschaos.contract.history import SCHEMA_DDL
+from eoschaos.contract.rundir import HISTORY_DIR, PARQUET_DIR, SCHEMA_VERSION, read_manifest
 
 CORRUPT = "_corrupt_record"
 DAMAGE_NOTE = "_damage.json"  # inside history.parquet: what compaction skipped
@@ -74,7 +69,7 @@ class History:
 def load_history(spark: SparkSession, run_dir: Path) -> History:
     """The history of RUN_DIR: history.parquet if its compaction completed, else the JSON lines."""
     run_dir = Path(run_dir)
-    manifest = _read_manifest(run_dir)
+    manifest = read_manifest(run_dir)
     parquet = run_dir / PARQUET_DIR
     if (parquet / "_SUCCESS").exists():
         events, damage = _read_parquet(spark, parquet, run_dir)
@@ -90,7 +85,7 @@ def compact_history(spark: SparkSession, run_dir: Path) -> None:
     crash never leaves a history.parquet that claims to be complete but is not.
     """
     run_dir = Path(run_dir)
-    _read_manifest(run_dir)
+    read_manifest(run_dir)
     events, damage = _read_jsonl(spark, run_dir / HISTORY_DIR)
     target = run_dir / PARQUET_DIR
     staging = run_dir / f"{PARQUET_DIR}.tmp"
@@ -113,28 +108,6 @@ def write_parquet(events: DataFrame, path: Path) -> None:
         .partitionBy("kind")
         .parquet(str(path))
     )
-
-
-def _read_manifest(run_dir: Path) -> dict[str, Any]:
-    path = run_dir / RUN_MANIFEST
-    if not path.is_file():
-        raise EoschaosError(
-            f"{path}: missing; {run_dir} is not an eoschaos run directory "
-            "(pass the run dir an eoschaos run wrote)"
-        )
-    try:
-        manifest = json.loads(path.read_text())
-    except (OSError, ValueError) as error:
-        raise EoschaosError(f"{path}: unreadable ({error}); restore it from the run") from None
-    if not isinstance(manifest, dict):
-        raise EoschaosError(f"{path}: not a JSON object; restore it from the run")
-    version = manifest.get("history_schema")
-    if version != SCHEMA_VERSION:
-        raise EoschaosError(
-            f"{path}: history schema version {version!r} is not supported (this eoschaos "
-            f"reads version {SCHEMA_VERSION}); check it with the eoschaos that wrote it"
-        )
-    return manifest
 
 
 def _read_parquet(spark: SparkSession, path: Path, run_dir: Path) -> tuple[DataFrame, list[str]]:

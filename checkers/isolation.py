@@ -15,10 +15,11 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from eoschaos.checkers.census import FINAL_COMMITTED, FINAL_SCANS, Census
+from eoschaos.checkers.census import Census
 from eoschaos.checkers.findings import explode_findings, finding
 from eoschaos.checkers.history_io import History
 from eoschaos.checkers.transactions import PARTITION_SHIFT, TXN_KEY
+from eoschaos.contract.history import FINAL_COMMITTED, FINAL_SCANS
 
 TOPIC_SHIFT = 62  # place = topic code << 62 | partition << PARTITION_SHIFT | offset
 DESCRIPTIONS = {

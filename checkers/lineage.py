@@ -25,10 +25,11 @@ import networkx as nx
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from eoschaos.contract.history import FINAL_COMMITTED
+
 if TYPE_CHECKING:
     from eoschaos.checkers.history_io import History
 
-FINAL_COMMITTED = "final-committed"
 TXN_KEY_FIELDS = ("instance", "incarnation", "txn_seq")  # txn_seq restarts per incarnation
 # The checks whose examples carry an input record's partition/offset (the others: output's).
 INPUT_POSITION_CHECKS = ("delivery.lost", "delivery.duplicate-input")

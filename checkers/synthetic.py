@@ -35,11 +35,21 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from eoschaos.checkers.history_io import event_schema, write_parquet
-from eoschaos.contract.history import HISTORY_DIR, HUNG_ERROR_PREFIX, PARQUET_DIR, write_manifest
+from eoschaos.contract.history import (
+    END_AGGREGATES,
+    END_STATE,
+    FINAL_COMMITTED,
+    FINAL_UNCOMMITTED,
+    HUNG_ERROR_PREFIX,
+    NEMESIS,
+    OBSERVER,
+    SEEDER,
+    SUPERVISOR,
+)
+from eoschaos.contract.rundir import HISTORY_DIR, PARQUET_DIR, write_manifest
 
 INPUT_TOPIC = "input-topic"
 OUTPUT_TOPIC = "output-topic"
-OBSERVER, FINAL_COMMITTED, FINAL_UNCOMMITTED = "observer", "final-committed", "final-uncommitted"
 JSONL_MAX_RECORDS = 200_000  # above this, write Parquet: collecting to the driver stops being cheap
 SCAN_STEP = 1e-6  # seconds between two records of one partition in a final scan
 
@@ -583,7 +593,7 @@ class _Tail:
             proc = f"processor-{i}.1"
             owned = [p for p in range(s.partitions) if p % s.instances == i]
             ident = {"instance": i, "incarnation": 1}
-            self._event("instance", "ok", "start", "supervisor", s.start, **ident)
+            self._event("instance", "ok", "start", SUPERVISOR, s.start, **ident)
             if s.mode == "eos":
                 ident["txn_id"] = f"eoschaos-txn-{i}"
                 for t in ("invoke", "ok"):
@@ -591,8 +601,8 @@ class _Tail:
             for gen, at in ((1, s.start + 0.02), (2, first_gen2)):
                 self._event("rebalance", "ok", "assign", proc, at, partitions=owned, generation=gen)
         killed, healed = s.slot_time(s.attempts / 3), s.slot_time(2 * s.attempts / 3)
-        self._event("fault", "invoke", "kill", "nemesis", killed, target="broker-2", params="{}")
-        self._event("fault", "ok", "kill", "nemesis", healed, target="broker-2")
+        self._event("fault", "invoke", "kill", NEMESIS, killed, target="broker-2", params="{}")
+        self._event("fault", "ok", "kill", NEMESIS, healed, target="broker-2")
 
     def _input_record(self, id_: int, partition: int, sent: bool) -> dict[str, int]:
         offset = self.input_end[partition]
@@ -601,8 +611,8 @@ class _Tail:
         t = self.shape.slot_time(self.u - 0.5)
         if sent:
             place = {"id": id_, "topic": INPUT_TOPIC, "partition": partition}
-            self._event("send", "invoke", "send", "seeder", t, **place)
-            self._event("send", "ok", "send", "seeder", t + 0.001, **place, offset=offset)
+            self._event("send", "invoke", "send", SEEDER, t, **place)
+            self._event("send", "ok", "send", SEEDER, t + 0.001, **place, offset=offset)
         for reader in (FINAL_COMMITTED, FINAL_UNCOMMITTED):
             self._scan(reader, INPUT_TOPIC, partition, offset, id=id_)
         return {"partition": partition, "offset": offset}
@@ -785,7 +795,7 @@ class _Tail:
                 "end",
                 "ok",
                 "log-end",
-                "end-state",
+                END_STATE,
                 t,
                 topic=topic,
                 partition=p,
@@ -798,7 +808,7 @@ class _Tail:
                 "end",
                 "ok",
                 "group-offset",
-                "end-state",
+                END_STATE,
                 t,
                 topic=INPUT_TOPIC,
                 partition=p,
@@ -808,18 +818,18 @@ class _Tail:
             if key < plants.aggregate_mismatch:
                 value = {**value, "count": value["count"] + 1}  # one update applied twice
             params = json.dumps({"key": str(key), "buckets": s.aggregate_buckets, "value": value})
-            self._event("end", "ok", "aggregate", "end-aggregates", t, params=params)
+            self._event("end", "ok", "aggregate", END_AGGREGATES, t, params=params)
         for x in range(plants.open_transaction):
             params = json.dumps({"state": "Ongoing", "producer_id": 9000 + x})
             self._event(
-                "end", "ok", "open-txn", "end-state", t, txn_id=f"eoschaos-open-{x}", params=params
+                "end", "ok", "open-txn", END_STATE, t, txn_id=f"eoschaos-open-{x}", params=params
             )
         for i in range(s.instances):
             self._event(
                 "instance",
                 "info",
                 "exit",
-                "supervisor",
+                SUPERVISOR,
                 t - 30,
                 instance=i,
                 incarnation=1,

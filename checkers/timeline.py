@@ -12,8 +12,9 @@ from typing import Any
 
 from pyspark.sql import functions as F
 
-from eoschaos.checkers.census import FINAL_SCANS, Census
+from eoschaos.checkers.census import Census
 from eoschaos.checkers.history_io import History
+from eoschaos.contract.history import FINAL_SCANS
 
 
 def timeline(history: History, census: Census) -> dict[str, Any]:

@@ -12,9 +12,8 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from eoschaos.checkers.census import FINAL_UNCOMMITTED
 from eoschaos.checkers.history_io import History
-from eoschaos.contract.history import HUNG_ERROR_PREFIX
+from eoschaos.contract.history import FINAL_UNCOMMITTED, HUNG_ERROR_PREFIX
 
 TXN_KEY = ["instance", "incarnation", "txn_seq"]
 PARTITION_SHIFT = 40  # a read's place: partition << 40 | offset, one sortable long

@@ -16,12 +16,13 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 
 from eoschaos.checkers import aggregates, delivery, fencing, isolation, liveness
-from eoschaos.checkers.census import FINAL_COMMITTED, FINAL_UNCOMMITTED, Census, take_census
+from eoschaos.checkers.census import Census, take_census
 from eoschaos.checkers.findings import result, tally
 from eoschaos.checkers.history_io import History, load_history
 from eoschaos.checkers.timeline import timeline
 from eoschaos.checkers.transactions import transaction_reads, transaction_stats, transaction_table
-from eoschaos.contract.history import SCHEMA_VERSION
+from eoschaos.contract.history import FINAL_COMMITTED, FINAL_UNCOMMITTED
+from eoschaos.contract.rundir import SCHEMA_VERSION
 
 DESCRIPTIONS = {
     **delivery.DESCRIPTIONS,

@@ -53,14 +53,14 @@ from eoschaos.clusters.images import KAFKA_LIBS, image_tag
 from eoschaos.clusters.kafka_dist import KafkaDistribution, java_binary, java_major_version
 from eoschaos.clusters.ports import listener_of, plan_ports
 from eoschaos.clusters.process_backend import (
-    CLUSTER_FILE,
     ClusterInfo,
     ProcessCluster,
     new_cluster_id,
-    progress_to_stderr,
     stop_run_dir,
 )
 from eoschaos.contract.errors import EoschaosError
+from eoschaos.contract.progress import progress_to_stderr
+from eoschaos.contract.rundir import CLUSTER_FILE
 
 RUN_LABEL = "eoschaos.run"
 NODE_LABEL = "eoschaos.node"

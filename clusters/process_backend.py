@@ -15,7 +15,6 @@ import hashlib
 import json
 import signal
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Callable
@@ -44,8 +43,9 @@ from eoschaos.clusters.ports import (
 )
 from eoschaos.clusters.toxiproxy import ToxiproxyAPI
 from eoschaos.contract.errors import EoschaosError
+from eoschaos.contract.progress import progress_to_stderr
+from eoschaos.contract.rundir import CLUSTER_FILE
 
-CLUSTER_FILE = "cluster.json"
 _BROKER_JVM = [
     "-Xms256m",
     "-Xmx1g",
@@ -53,10 +53,6 @@ _BROKER_JVM = [
     "-XX:MaxGCPauseMillis=20",
     "-Djava.awt.headless=true",
 ]
-
-
-def progress_to_stderr(message: str) -> None:
-    print(f"[eoschaos] {message}", file=sys.stderr, flush=True)
 
 
 @dataclass

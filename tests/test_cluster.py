@@ -19,7 +19,8 @@ from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from eoschaos.clusters import admin
-from eoschaos.clusters.process_backend import CLUSTER_FILE, ProcessCluster
+from eoschaos.clusters.process_backend import ProcessCluster
+from eoschaos.contract.rundir import CLUSTER_FILE
 from eoschaos.workloads.smoke import create_topic, read_all, run_smoke
 
 pytestmark = pytest.mark.cluster

@@ -33,8 +33,8 @@ from eoschaos.clusters.container_runtime import (
 )
 from eoschaos.clusters.containers_backend import RUN_LABEL, ContainerCluster, cleanup_containers
 from eoschaos.clusters.images import build_image
-from eoschaos.clusters.process_backend import CLUSTER_FILE
 from eoschaos.contract.errors import EoschaosError
+from eoschaos.contract.rundir import CLUSTER_FILE
 from eoschaos.workloads.smoke import create_topic, run_smoke
 
 pytestmark = pytest.mark.cluster

@@ -14,9 +14,8 @@ from eoschaos.contract.history import (
     HistoryWriter,
     await_instance_event,
     instance_name,
-    read_manifest,
-    write_manifest,
 )
+from eoschaos.contract.rundir import read_manifest, write_manifest
 
 
 def lines(path):

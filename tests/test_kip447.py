@@ -19,7 +19,8 @@ import pytest
 
 from eoschaos.clusters import kafka_dist, processes
 from eoschaos.clusters.process_backend import ProcessCluster
-from eoschaos.contract.history import FIELDS, HISTORY_DIR, KINDS, SCHEMA_DDL, TYPES
+from eoschaos.contract.history import FIELDS, KINDS, SCHEMA_DDL, TYPES
+from eoschaos.contract.rundir import HISTORY_DIR
 from eoschaos.workloads.harness.final import final_scan, record_end_state
 from eoschaos.workloads.kip447.workload import Kip447Config, Kip447Workload
 from eoschaos.workloads.smoke import produce_transaction, transactional_producer

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 
 from confluent_kafka import Consumer, Producer
 
+from eoschaos.contract import instance_env
 from eoschaos.workloads.harness.expected import InputRecord
 from eoschaos.workloads.harness.lineage import transform
 
@@ -38,19 +39,19 @@ def run_counter() -> None:
     env = os.environ
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    common = {"bootstrap.servers": env["EOSCHAOS_BOOTSTRAP_SERVERS"], "log_level": 3}
+    common = {"bootstrap.servers": env[instance_env.BOOTSTRAP_SERVERS], "log_level": 3}
     consumer = Consumer(
         {
             **common,
-            "group.id": env["EOSCHAOS_GROUP_ID"],
+            "group.id": env[instance_env.GROUP_ID],
             "enable.auto.commit": False,
             "auto.offset.reset": "earliest",
             "isolation.level": "read_committed",
         }
     )
     producer = Producer({**common, "acks": "all"})
-    output = env["EOSCHAOS_OUTPUT_TOPIC"]
-    consumer.subscribe([env["EOSCHAOS_INPUT_TOPIC"]])
+    output = env[instance_env.OUTPUT_TOPIC]
+    consumer.subscribe([env[instance_env.INPUT_TOPIC]])
     counts: Counter[int] = Counter()
     while not stop.is_set():
         batch = [m for m in consumer.consume(500, 0.5) if m.error() is None]

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from eoschaos.clusters.kafka_dist import KafkaDistribution, java_binary
+from eoschaos.contract import instance_env
 from eoschaos.workloads.harness.supervisor import Launch, Supervisor
 
 MODES = ("eos", "no-fencing")
@@ -50,22 +51,22 @@ class CopierPipeline:
             "-Xmx192m",
             "-XX:TieredStopAtLevel=1",
             "-XX:+UseSerialGC",
-            *self._dist.logging_args(Path(env["EOSCHAOS_LOG_DIR"]), tool=True),
+            *self._dist.logging_args(Path(env[instance_env.LOG_DIR]), tool=True),
             "-cp",
             self._dist.classpath,
             MAIN_CLASS,
             "--broker-list",
-            env["EOSCHAOS_BOOTSTRAP_SERVERS"],
+            env[instance_env.BOOTSTRAP_SERVERS],
             "--input-topic",
-            env["EOSCHAOS_INPUT_TOPIC"],
+            env[instance_env.INPUT_TOPIC],
             "--input-partition",
             str(instance % self._partitions),
             "--output-topic",
-            env["EOSCHAOS_OUTPUT_TOPIC"],
+            env[instance_env.OUTPUT_TOPIC],
             "--consumer-group",
-            env["EOSCHAOS_GROUP_ID"],
+            env[instance_env.GROUP_ID],
             "--transactional-id",
-            env["EOSCHAOS_TRANSACTIONAL_ID"],
+            env[instance_env.TRANSACTIONAL_ID],
             "--transaction-size",
             str(TRANSACTION_SIZE),
             "--transaction-timeout",

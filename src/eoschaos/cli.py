@@ -11,6 +11,8 @@ from dataclasses import asdict
 from pathlib import Path
 
 from eoschaos.contract.errors import EoschaosError
+from eoschaos.contract.progress import progress_to_stderr
+from eoschaos.contract.rundir import REPORT_FILE, RUN_MANIFEST
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
@@ -282,7 +284,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _finish(verdict: dict, run_dir: Path) -> int:
-    from eoschaos.run import REPORT_FILE
 
     failed = [name for name, check in verdict["checks"].items() if check["verdict"] == "FAIL"]
     summary = verdict["verdict"] + (f" ({', '.join(failed)})" if failed else "")
@@ -333,7 +334,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     config.validate()
     run_dir = new_run_dir(args.out, f"{config.workload}-{config.mode}")
     run_dir.mkdir(parents=True, exist_ok=True)
-    print(f"[eoschaos] run dir: {run_dir}", file=sys.stderr, flush=True)
+    progress_to_stderr(f"run dir: {run_dir}")
     try:
         record_run(config, run_dir)
     except EoschaosError as exc:
@@ -346,14 +347,12 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_images(args: argparse.Namespace) -> int:
     from eoschaos.clusters import kafka_dist
     from eoschaos.clusters.images import build_image
-    from eoschaos.clusters.process_backend import progress_to_stderr
 
     print(build_image(kafka_dist.resolve(args.kafka_version), progress_to_stderr))
     return EXIT_OK
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from eoschaos.contract.history import RUN_MANIFEST
     from eoschaos.run import judge_run
 
     run_dir = args.run_dir.resolve()

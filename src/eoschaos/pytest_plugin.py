@@ -79,7 +79,8 @@ def eoschaos_run(
     The verdict dict gains `run_dir` and `report` (the HTML report's path).
     """
     from eoschaos.chaos.schedule import parse_faults
-    from eoschaos.run import REPORT_FILE, RunConfig, judge_run, record_on_cluster
+    from eoschaos.contract.rundir import REPORT_FILE
+    from eoschaos.run import RunConfig, judge_run, record_on_cluster
 
     def run(
         faults: str = "",

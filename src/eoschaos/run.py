@@ -28,9 +28,16 @@ from eoschaos.chaos.schedule import (
 )
 from eoschaos.clusters import kafka_dist, toxiproxy
 from eoschaos.clusters.broker_config import ClusterSpec
-from eoschaos.clusters.process_backend import ProcessCluster, progress_to_stderr
+from eoschaos.clusters.process_backend import ProcessCluster
 from eoschaos.contract.errors import EoschaosError
-from eoschaos.contract.history import write_manifest
+from eoschaos.contract.progress import progress_to_stderr
+from eoschaos.contract.rundir import (
+    PARQUET_DIR,
+    REPORT_FILE,
+    SCHEDULE_FILE,
+    VERDICT_FILE,
+    write_manifest,
+)
 from eoschaos.workloads import registry
 from eoschaos.workloads.harness.expected import load_expect
 from eoschaos.workloads.harness.pipeline import PipelineConfig, WorkloadFailed
@@ -39,9 +46,6 @@ from eoschaos.workloads.harness.reader import IdSource
 BACKENDS = ("process", "containers")
 CATCH_UP_TIMEOUT_S = 90.0
 SCHEDULE_OVERRUN_S = 120.0
-VERDICT_FILE = "verdict.json"
-SCHEDULE_FILE = "schedule.json"  # the run's resolved schedule, replayable with --schedule
-REPORT_FILE = "report.html"
 # An interrupted recording child heals its faults (a killed broker restarts: up to 120 s) and
 # stops its instances before it exits.
 INTERRUPTED_CHILD_GRACE_S = 180.0
@@ -375,7 +379,7 @@ def judge_run(
 
     spark = spark_session(spark_master)
     try:
-        if not (run_dir / "history.parquet" / "_SUCCESS").exists():
+        if not (run_dir / PARQUET_DIR / "_SUCCESS").exists():
             progress("compacting the history to Parquet")
             compact_history(spark, run_dir)
         progress("checking the history")

@@ -10,7 +10,8 @@ import pytest
 
 from eoschaos.checkers.history_io import compact_history, load_history
 from eoschaos.contract.errors import EoschaosError
-from eoschaos.contract.history import HistoryWriter, write_manifest
+from eoschaos.contract.history import HistoryWriter
+from eoschaos.contract.rundir import write_manifest
 
 
 def write_run(run_dir: Path, reads: int = 5) -> Path:

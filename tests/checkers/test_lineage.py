@@ -23,7 +23,8 @@ from eoschaos.checkers.lineage import (
 )
 from eoschaos.checkers.synthetic import PLANT_CHECKS, Plants, write_synthetic
 from eoschaos.checkers.verdict import check_run
-from eoschaos.contract.history import HistoryWriter, write_manifest
+from eoschaos.contract.history import HistoryWriter
+from eoschaos.contract.rundir import write_manifest
 
 INPUT, OUTPUT = "input-topic", "output-topic"
 

@@ -24,10 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from eoschaos.contract.errors import EoschaosError
-from eoschaos.contract.history import HistoryWriter
+from eoschaos.contract.history import END_EXPECTED, HistoryWriter
 from eoschaos.workloads.harness.final import committed_records, last_values
-
-EXPECTED_WRITER = "end-expected"
 
 
 @dataclass(frozen=True)
@@ -105,7 +103,7 @@ def record_expected(
         for key, value in function(_input_records(bootstrap, input_topic, timeout)).items()
     }
     results = last_values(bootstrap, output_topic, timeout)
-    with HistoryWriter(run_dir, EXPECTED_WRITER) as history:
+    with HistoryWriter(run_dir, END_EXPECTED) as history:
         for key, value in sorted(expected.items()):
             params = json.dumps({"key": key, "value": value}, sort_keys=True)
             history.record("end", "ok", "expected", topic=input_topic, params=params)

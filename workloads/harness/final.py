@@ -20,12 +20,15 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, Message, TopicPartition
 
 from eoschaos.clusters.admin import run_tool
 from eoschaos.clusters.kafka_dist import KafkaDistribution
-from eoschaos.contract.history import HistoryWriter
+from eoschaos.contract.history import (
+    END_AGGREGATES,
+    END_STATE,
+    FINAL_SCAN_BY_ISOLATION,
+    HistoryWriter,
+)
 from eoschaos.workloads.harness.offsets import admin_for, end_offsets, group_offsets, partition_ids
 from eoschaos.workloads.harness.reader import IdSource, Position, TopicReader
 
-END_STATE_WRITER = "end-state"
-SCAN_WRITERS = {"read_committed": "final-committed", "read_uncommitted": "final-uncommitted"}
 # Transaction states of TransactionsCommand `list` that mean "no transaction in progress".
 GROUP_OFFSET_ATTEMPTS = 3
 CLOSED_TRANSACTION_STATES = frozenset({"Empty", "CompleteCommit", "CompleteAbort", "Dead"})
@@ -86,7 +89,7 @@ def final_scan(
         for topic in topics
         for p, end in end_offsets(admin, topic, committed=committed).items()
     }
-    writer = SCAN_WRITERS[isolation]
+    writer = FINAL_SCAN_BY_ISOLATION[isolation]
     with HistoryWriter(run_dir, writer) as history:
         reader = TopicReader(
             bootstrap,
@@ -154,7 +157,7 @@ def record_end_state(
     txn_ids: set[str] | None,
 ) -> None:
     admin = admin_for(bootstrap)
-    with HistoryWriter(run_dir, END_STATE_WRITER) as history:
+    with HistoryWriter(run_dir, END_STATE) as history:
         for topic in (input_topic, output_topic):
             high = end_offsets(admin, topic, committed=False)
             stable = end_offsets(admin, topic, committed=True)
@@ -178,9 +181,6 @@ def record_end_state(
                 txn_id=row["TransactionalId"],
                 params=json.dumps(row, sort_keys=True),
             )
-
-
-AGGREGATES_WRITER = "end-aggregates"
 
 
 def committed_records(bootstrap: str, topic: str, timeout: float) -> Iterator[Message]:
@@ -229,7 +229,7 @@ def record_aggregates(
     (key = a decimal key, value = JSON), one `end` row f=`aggregate` each, with params
     {"key", "buckets", "value"}. Read after the run settled, to the LSO. Returns the keys."""
     latest = last_values(bootstrap, topic, timeout)
-    with HistoryWriter(run_dir, AGGREGATES_WRITER) as history:
+    with HistoryWriter(run_dir, END_AGGREGATES) as history:
         for key, message in sorted(latest.items()):
             params = {"key": key, "buckets": buckets, "value": json.loads(message.value())}
             history.record(

@@ -12,11 +12,10 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from eoschaos.contract.history import HistoryWriter
+from eoschaos.contract.history import OBSERVER, HistoryWriter
 from eoschaos.workloads.harness.offsets import admin_for, end_offsets, partition_ids
 from eoschaos.workloads.harness.reader import IdSet, IdSource, TopicReader
 
-WRITER = "observer"
 KEY_IDS = IdSource("key")
 
 
@@ -33,11 +32,11 @@ class Observer(threading.Thread):
         id_source: IdSource = KEY_IDS,
     ) -> None:
         """`track_ids`: count the distinct ids below it that the output reflects (ids_seen)."""
-        super().__init__(name=WRITER, daemon=True)
+        super().__init__(name=OBSERVER, daemon=True)
         self._topic = topic
         self._progress = progress
         self._bootstrap_servers = bootstrap
-        self._history = HistoryWriter(run_dir, WRITER)
+        self._history = HistoryWriter(run_dir, OBSERVER)
         self._seen = IdSet(track_ids)
         self._reader = TopicReader(
             bootstrap,

@@ -20,7 +20,6 @@ Every instance gets the environment of docs/byo.md. Everything started is stoppe
 from __future__ import annotations
 
 import os
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,6 +30,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from eoschaos.clusters import admin
 from eoschaos.clusters.kafka_dist import KafkaDistribution
+from eoschaos.contract import instance_env
+from eoschaos.contract.progress import progress_to_stderr
 from eoschaos.workloads.harness.expected import load_expect, record_expected
 from eoschaos.workloads.harness.final import ScanResult, final_scan, record_end_state, wait_settled
 from eoschaos.workloads.harness.observer import Observer
@@ -112,10 +113,6 @@ class Pipeline(Protocol):
         record and its commit-log entry) says no until it is in it; the others always say yes.
         `since`: when the running incarnation started (wall clock); `output_end()`: the output
         topic's records so far (the sum of its high watermarks)."""
-
-
-def progress_to_stderr(message: str) -> None:
-    print(f"[workload] {message}", file=sys.stderr, flush=True)
 
 
 class PipelineWorkload:
@@ -216,18 +213,18 @@ class PipelineWorkload:
         return {
             **os.environ,
             **config.extra_env,
-            "EOSCHAOS_BOOTSTRAP_SERVERS": self.instance_bootstrap(instance),
-            "EOSCHAOS_INPUT_TOPIC": config.input_topic,
-            "EOSCHAOS_OUTPUT_TOPIC": config.output_topic,
-            "EOSCHAOS_MODE": config.mode,
-            "EOSCHAOS_INSTANCE": str(instance),
-            "EOSCHAOS_INCARNATION": str(incarnation),
-            "EOSCHAOS_INSTANCES": str(config.instances),
-            "EOSCHAOS_PARTITIONS": str(config.partitions),
-            "EOSCHAOS_GROUP_ID": config.group,
-            "EOSCHAOS_TRANSACTIONAL_ID": txn_id or "",
-            "EOSCHAOS_STATE_DIR": str(state_dir),
-            "EOSCHAOS_LOG_DIR": str(self.workload_dir),
+            instance_env.BOOTSTRAP_SERVERS: self.instance_bootstrap(instance),
+            instance_env.INPUT_TOPIC: config.input_topic,
+            instance_env.OUTPUT_TOPIC: config.output_topic,
+            instance_env.MODE: config.mode,
+            instance_env.INSTANCE: str(instance),
+            instance_env.INCARNATION: str(incarnation),
+            instance_env.INSTANCES: str(config.instances),
+            instance_env.PARTITIONS: str(config.partitions),
+            instance_env.GROUP_ID: config.group,
+            instance_env.TRANSACTIONAL_ID: txn_id or "",
+            instance_env.STATE_DIR: str(state_dir),
+            instance_env.LOG_DIR: str(self.workload_dir),
         }
 
     def _launch(self, instance: int, incarnation: int, txn_id: str | None) -> Launch:

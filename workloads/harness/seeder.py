@@ -17,9 +17,8 @@ from pathlib import Path
 
 from confluent_kafka import KafkaError, Message, Producer
 
-from eoschaos.contract.history import HistoryWriter
+from eoschaos.contract.history import SEEDER, HistoryWriter
 
-WRITER = "seeder"
 STOP_FLUSH_TIMEOUT_S = 15.0
 NON_IDEMPOTENT_REQUEST_TIMEOUT_MS = 1000
 
@@ -69,11 +68,11 @@ class Seeder(threading.Thread):
         non_idempotent: bool = False,
         hold: Callable[[], bool] | None = None,
     ) -> None:
-        super().__init__(name=WRITER, daemon=True)
+        super().__init__(name=SEEDER, daemon=True)
         self._hold = hold or (lambda: False)
         self.held_s = 0.0  # seconds the input was held back by `hold`
         self._producer_config = seeder_producer_config(bootstrap, non_idempotent)
-        self._history = HistoryWriter(run_dir, WRITER)
+        self._history = HistoryWriter(run_dir, SEEDER)
         self._topic = topic
         self._partitions = partitions
         self._records = records

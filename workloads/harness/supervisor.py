@@ -27,9 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from eoschaos.clusters import processes
-from eoschaos.contract.history import HistoryWriter, instance_name
+from eoschaos.contract.history import SUPERVISOR, HistoryWriter, instance_name
 
-WRITER = "supervisor"
 WATCH_INTERVAL_S = 0.1
 RESTART_AFTER_CLEAN_EXIT_S = 1.0
 TWIN_INCARNATION = 1000
@@ -88,13 +87,13 @@ class Supervisor:
         self._launch = launch
         self._transactional_id = transactional_id
         self._count = instances
-        self._history = HistoryWriter(run_dir, WRITER)
+        self._history = HistoryWriter(run_dir, SUPERVISOR)
         self._lock = threading.Lock()
         self._running: dict[int, _Running] = {}
         self._txn_ids: list[str] = []
         self._twins: dict[str, _Running] = {}
         self._stopping = threading.Event()
-        self._watcher = threading.Thread(target=self._watch, name=WRITER, daemon=True)
+        self._watcher = threading.Thread(target=self._watch, name=SUPERVISOR, daemon=True)
         self._started_at: dict[str, float] = {}
         self._restart_at: dict[int, tuple[float, int]] = {}  # instance -> (when, incarnation)
         self.exits: list[Exit] = []  # every exit of a supervised instance, in order

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from eoschaos.contract import instance_env
 from eoschaos.workloads.harness.pipeline import PipelineConfig
 
 MODES = ("eos", "alos", "no-fencing", "read-uncommitted")
@@ -72,13 +73,13 @@ class ProcessorConfig:
         environment. Its own history then goes to the instance's state dir, out of the run's:
         to the harness, a BYO pipeline is a black box."""
         return cls(
-            bootstrap=env["EOSCHAOS_BOOTSTRAP_SERVERS"],
-            run_dir=env["EOSCHAOS_STATE_DIR"],
-            mode=env["EOSCHAOS_MODE"],
-            input_topic=env["EOSCHAOS_INPUT_TOPIC"],
-            output_topic=env["EOSCHAOS_OUTPUT_TOPIC"],
-            group=env["EOSCHAOS_GROUP_ID"],
-            seed=int(env["EOSCHAOS_INSTANCE"]),
+            bootstrap=env[instance_env.BOOTSTRAP_SERVERS],
+            run_dir=env[instance_env.STATE_DIR],
+            mode=env[instance_env.MODE],
+            input_topic=env[instance_env.INPUT_TOPIC],
+            output_topic=env[instance_env.OUTPUT_TOPIC],
+            group=env[instance_env.GROUP_ID],
+            seed=int(env[instance_env.INSTANCE]),
             abort_fraction=Kip447Config.abort_fraction,
             session_timeout_ms=Kip447Config.session_timeout_ms,
         )

@@ -19,6 +19,7 @@ import threading
 from dataclasses import replace
 from pathlib import Path
 
+from eoschaos.contract import instance_env
 from eoschaos.contract.history import HistoryWriter, instance_name
 from eoschaos.workloads.harness.orphan import exit_when_orphaned
 from eoschaos.workloads.kip447.at_least_once import AtLeastOnceProcessor, Undeliverable
@@ -47,9 +48,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.env:
         config = ProcessorConfig.from_env(os.environ)
-        args.instance = int(os.environ["EOSCHAOS_INSTANCE"])
-        args.incarnation = int(os.environ["EOSCHAOS_INCARNATION"])
-        args.txn_id = os.environ.get("EOSCHAOS_TRANSACTIONAL_ID") or None
+        args.instance = int(os.environ[instance_env.INSTANCE])
+        args.incarnation = int(os.environ[instance_env.INCARNATION])
+        args.txn_id = os.environ.get(instance_env.TRANSACTIONAL_ID) or None
     elif args.config is None or args.instance is None or args.incarnation is None:
         parser.error("give CONFIG INSTANCE INCARNATION [TXN_ID], or --env")
     else:

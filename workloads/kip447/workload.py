@@ -21,7 +21,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from eoschaos.clusters.kafka_dist import KafkaDistribution
-from eoschaos.workloads.harness.pipeline import PipelineWorkload, progress_to_stderr
+from eoschaos.contract import instance_env
+from eoschaos.contract.progress import progress_to_stderr
+from eoschaos.workloads.harness.pipeline import PipelineWorkload
 from eoschaos.workloads.harness.supervisor import Launch, Supervisor
 from eoschaos.workloads.kip447.config import MODES, Kip447Config, ProcessorConfig, transactional_id
 
@@ -46,10 +48,10 @@ class Kip447Pipeline:
         self._processor_config.save(self._config_path)
 
     def launch(self, instance: int, incarnation: int, env: dict[str, str]) -> Launch:
-        txn_id = env["EOSCHAOS_TRANSACTIONAL_ID"]
+        txn_id = env[instance_env.TRANSACTIONAL_ID]
         argv = [sys.executable, "-m", "eoschaos.workloads.kip447.processor", str(self._config_path)]
         argv += [str(instance), str(incarnation), *([txn_id] if txn_id else [])]
-        argv += ["--bootstrap", env["EOSCHAOS_BOOTSTRAP_SERVERS"]]  # its lane, if it has one
+        argv += ["--bootstrap", env[instance_env.BOOTSTRAP_SERVERS]]  # its lane, if it has one
         return Launch(argv, env)
 
     def transactional_id(self, instance: int, incarnation: int) -> str | None:

@@ -35,6 +35,7 @@ from pyspark.sql.functions import col, concat, lit
 from pyspark.sql.streaming import StreamingQuery, StreamingQueryListener
 
 from eoschaos.clusters.admin import admin_client, create_topics
+from eoschaos.contract import instance_env
 from eoschaos.workloads.harness.orphan import exit_when_orphaned
 from eoschaos.workloads.spark.connector import connector_jars
 
@@ -88,16 +89,16 @@ class JobConfig:
     def from_env(cls, env: Mapping[str, str]) -> JobConfig:
         try:
             config = cls(
-                bootstrap=env["EOSCHAOS_BOOTSTRAP_SERVERS"],
-                input_topic=env["EOSCHAOS_INPUT_TOPIC"],
-                output_topic=env["EOSCHAOS_OUTPUT_TOPIC"],
-                mode=env["EOSCHAOS_MODE"],
-                instance=int(env.get("EOSCHAOS_INSTANCE", "0")),
-                incarnation=int(env.get("EOSCHAOS_INCARNATION", "0")),
-                instances=int(env.get("EOSCHAOS_INSTANCES", "1")),
-                group_id=env.get("EOSCHAOS_GROUP_ID", "eoschaos-spark"),
-                transactional_id=env.get("EOSCHAOS_TRANSACTIONAL_ID", ""),
-                state_dir=Path(env["EOSCHAOS_STATE_DIR"]),
+                bootstrap=env[instance_env.BOOTSTRAP_SERVERS],
+                input_topic=env[instance_env.INPUT_TOPIC],
+                output_topic=env[instance_env.OUTPUT_TOPIC],
+                mode=env[instance_env.MODE],
+                instance=int(env.get(instance_env.INSTANCE, "0")),
+                incarnation=int(env.get(instance_env.INCARNATION, "0")),
+                instances=int(env.get(instance_env.INSTANCES, "1")),
+                group_id=env.get(instance_env.GROUP_ID, "eoschaos-spark"),
+                transactional_id=env.get(instance_env.TRANSACTIONAL_ID, ""),
+                state_dir=Path(env[instance_env.STATE_DIR]),
             )
         except KeyError as exc:
             raise UsageError(f"environment variable {exc.args[0]} is not set") from None

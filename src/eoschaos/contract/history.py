@@ -18,10 +18,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = 1
-HISTORY_DIR = "history"
-PARQUET_DIR = "history.parquet"
-RUN_MANIFEST = "run.json"
+from eoschaos.contract.rundir import HISTORY_DIR, SCHEMA_VERSION
 
 KINDS = ("send", "txn", "rebalance", "read", "instance", "fault", "end")
 TYPES = ("invoke", "ok", "fail", "info")
@@ -76,6 +73,19 @@ HEADER_TXN_SEQ = "eoschaos.txn.seq"
 HEADER_TXN_SIZE = "eoschaos.txn.size"
 HEADER_GENERATION = "eoschaos.generation"
 HEADER_FATE = "eoschaos.fate"
+
+# Writers: each names its history file (`<writer>.jsonl`) and its events' `process`.
+SEEDER = "seeder"
+OBSERVER = "observer"  # the downstream read_committed reader, live during the run
+SUPERVISOR = "supervisor"  # starts and exits of workload instances
+NEMESIS = "nemesis"
+FINAL_COMMITTED = "final-committed"  # the read_committed scan of every topic at the end
+FINAL_UNCOMMITTED = "final-uncommitted"  # the read_uncommitted scan at the end
+FINAL_SCAN_BY_ISOLATION = {"read_committed": FINAL_COMMITTED, "read_uncommitted": FINAL_UNCOMMITTED}
+FINAL_SCANS = tuple(FINAL_SCAN_BY_ISOLATION.values())
+END_STATE = "end-state"  # LSOs, group offsets and open transactions once faults healed
+END_AGGREGATES = "end-aggregates"  # a stateful workload's final aggregates
+END_EXPECTED = "end-expected"  # what a user's --expect function says the output must hold
 
 FLUSH_INTERVAL_S = 0.5
 NEWER_INCARNATION_POLL_S = 0.2
@@ -147,20 +157,6 @@ class HistoryWriter:
     def _flush_periodically(self) -> None:
         while not self._closed.wait(FLUSH_INTERVAL_S):
             self.flush()
-
-
-def write_manifest(run_dir: Path, manifest: dict[str, Any]) -> Path:
-    """run.json: what was run and how, so a reviewer (and `eoschaos check`) can replay it."""
-    path = Path(run_dir) / RUN_MANIFEST
-    body = {"history_schema": SCHEMA_VERSION, **manifest}
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(body, indent=2, sort_keys=True) + "\n")
-    tmp.replace(path)
-    return path
-
-
-def read_manifest(run_dir: Path) -> dict[str, Any]:
-    return json.loads((Path(run_dir) / RUN_MANIFEST).read_text())
 
 
 def instance_history_files(run_dir: Path, instance: int) -> list[Path]:

@@ -1,0 +1,15 @@
+"""The environment every workload instance is started with: the contract between eoschaos and
+a pipeline, bring-your-own ones included (docs/byo.md lists what each variable holds)."""
+
+BOOTSTRAP_SERVERS = "EOSCHAOS_BOOTSTRAP_SERVERS"  # the instance's own client lane, if it has one
+INPUT_TOPIC = "EOSCHAOS_INPUT_TOPIC"
+OUTPUT_TOPIC = "EOSCHAOS_OUTPUT_TOPIC"
+MODE = "EOSCHAOS_MODE"
+INSTANCE = "EOSCHAOS_INSTANCE"
+INCARNATION = "EOSCHAOS_INCARNATION"
+INSTANCES = "EOSCHAOS_INSTANCES"
+PARTITIONS = "EOSCHAOS_PARTITIONS"
+GROUP_ID = "EOSCHAOS_GROUP_ID"
+TRANSACTIONAL_ID = "EOSCHAOS_TRANSACTIONAL_ID"  # empty in modes without transactions
+STATE_DIR = "EOSCHAOS_STATE_DIR"  # the instance's own, kept across its incarnations
+LOG_DIR = "EOSCHAOS_LOG_DIR"
