@@ -1,1 +1,2 @@
-"""The nemesis: faults and fault schedules (filled in by the nemesis issue)."""
+"""Faults and fault schedules: the catalogue, schedules (explicit, seeded, Hypothesis) and the
+nemesis that applies and heals them on a cluster and a workload."""

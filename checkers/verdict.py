@@ -19,6 +19,7 @@ from eoschaos.checkers import aggregates, delivery, fencing, isolation, liveness
 from eoschaos.checkers.census import Census, take_census
 from eoschaos.checkers.findings import result, tally
 from eoschaos.checkers.history_io import History, load_history
+from eoschaos.checkers.lineage import lineage_section
 from eoschaos.checkers.timeline import timeline
 from eoschaos.checkers.transactions import transaction_reads, transaction_stats, transaction_table
 from eoschaos.contract.history import FINAL_COMMITTED, FINAL_UNCOMMITTED
@@ -59,8 +60,12 @@ OUTPUT_IS_COPIES = ("delivery.lost", "delivery.duplicate", "delivery.phantom")
 MANIFEST_KEYS = ("workload", "mode", "seed", "kafka_version", "faults", "backend", "command")
 
 
-def check_run(spark: SparkSession, run_dir: Path, *, max_examples: int = 5) -> dict[str, Any]:
-    """Judge RUN_DIR's history. Writes nothing: the CLI writes verdict.json."""
+def check_run(
+    spark: SparkSession, run_dir: Path, *, max_examples: int = 5, lineage: bool = True
+) -> dict[str, Any]:
+    """Judge RUN_DIR's history: the whole verdict, from one load of the history. Writes
+    nothing (the run driver writes verdict.json). `lineage=False` leaves out the lineage
+    section (graph stats, anomaly subgraphs, cycles), for callers that judge checks only."""
     started = time.monotonic()
     history = load_history(spark, Path(run_dir))
     census = take_census(history)
@@ -106,6 +111,10 @@ def check_run(spark: SparkSession, run_dir: Path, *, max_examples: int = 5) -> d
         "stats": _stats(history, census, txn_stats),
         "timeline": timeline(history, census),
     }
+    if lineage:
+        verdict["lineage"] = lineage_section(history, checks)
+    verdict["config"] = history.manifest
+    verdict["cluster"] = history.manifest.get("cluster")
     verdict["checker"] = {
         "seconds": round(time.monotonic() - started, 3),
         "spark_master": spark.sparkContext.master,

@@ -1,4 +1,4 @@
-"""The README's first command, for now: a real cluster, transactions, a broker kill, narrated.
+"""`eoschaos demo`: the cluster layer alone, narrated: a real cluster, transactions, a broker kill.
 
 Exit 0 when read_committed isolation held before and after the kill, 1 when it did not.
 """

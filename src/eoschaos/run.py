@@ -371,8 +371,7 @@ def judge_run(
     progress: Callable[[str], None] = progress_to_stderr,
 ) -> dict[str, Any]:
     """History → verdict.json + report.html in run_dir. Returns the verdict."""
-    from eoschaos.checkers.history_io import compact_history, load_history
-    from eoschaos.checkers.lineage import lineage_section
+    from eoschaos.checkers.history_io import compact_history
     from eoschaos.checkers.spark import spark_session
     from eoschaos.checkers.verdict import check_run
     from eoschaos.reports.html import write_report
@@ -384,10 +383,6 @@ def judge_run(
             compact_history(spark, run_dir)
         progress("checking the history")
         verdict = check_run(spark, run_dir)
-        history = load_history(spark, run_dir)
-        verdict["lineage"] = lineage_section(history, verdict["checks"])
-        verdict["config"] = history.manifest
-        verdict["cluster"] = history.manifest.get("cluster")
     finally:
         spark.stop()
     (run_dir / VERDICT_FILE).write_text(json.dumps(verdict, indent=2, default=str) + "\n")

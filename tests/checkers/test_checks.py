@@ -35,13 +35,13 @@ def failing_counts(verdict: dict) -> dict[str, int]:
 @pytest.fixture(scope="module")
 def clean(spark, tmp_path_factory):
     run = write_synthetic(spark, tmp_path_factory.mktemp("clean"), SHAPE)
-    return run, check_run(spark, run.run_dir)
+    return run, check_run(spark, run.run_dir, lineage=False)
 
 
 @pytest.fixture(scope="module")
 def planted(spark, tmp_path_factory):
     run = write_synthetic(spark, tmp_path_factory.mktemp("planted"), SHAPE, EVERY_ANOMALY, seed=7)
-    return run, check_run(spark, run.run_dir, max_examples=ALL_EXAMPLES)
+    return run, check_run(spark, run.run_dir, max_examples=ALL_EXAMPLES, lineage=False)
 
 
 @pytest.mark.parametrize("check", COPY_CHECKS)
@@ -114,7 +114,9 @@ def test_planted_anomaly_fails_its_check_with_the_planted_count_and_records(plan
 def test_an_input_duplicate_reflected_once_per_copy_is_not_blamed_on_the_pipeline(spark, tmp_path):
     """Two input records with one id are two records to process: two outputs are exactly-once."""
     run = write_synthetic(spark, tmp_path, SHAPE, Plants(duplicate_input=2), parquet=False)
-    assert failing_counts(check_run(spark, run.run_dir)) == {"delivery.duplicate-input": 2}
+    assert failing_counts(check_run(spark, run.run_dir, lineage=False)) == {
+        "delivery.duplicate-input": 2
+    }
 
 
 def test_order_reports_backwards_reads_and_skipped_records_apart(planted):
@@ -125,13 +127,13 @@ def test_order_reports_backwards_reads_and_skipped_records_apart(planted):
 
 def test_examples_are_capped_but_the_count_is_not(spark, tmp_path):
     run = write_synthetic(spark, tmp_path, SHAPE, Plants(lost=4))
-    result = check_run(spark, run.run_dir, max_examples=3)["checks"]["delivery.lost"]
+    result = check_run(spark, run.run_dir, max_examples=3, lineage=False)["checks"]["delivery.lost"]
     assert (result["count"], len(result["examples"])) == (4, 3)
 
 
 def test_fenced_attempts_are_counted_without_failing(spark, tmp_path):
     run = write_synthetic(spark, tmp_path, SHAPE, Plants(fenced_attempts=2))
-    verdict = check_run(spark, run.run_dir)
+    verdict = check_run(spark, run.run_dir, lineage=False)
     zombie = verdict["checks"]["fencing.zombie-write"]
     assert (verdict["verdict"], zombie["counts"]["rejected_attempts"]) == ("PASS", 2)
     assert verdict["stats"]["transactions"]["fenced"] == 2
@@ -139,7 +141,7 @@ def test_fenced_attempts_are_counted_without_failing(spark, tmp_path):
 
 def test_a_call_that_hung_past_its_timeout_is_counted_not_taken_for_a_rejection(spark, tmp_path):
     run = write_synthetic(spark, tmp_path, SHAPE, Plants(hung_calls=1, fenced_attempts=2))
-    verdict = check_run(spark, run.run_dir)
+    verdict = check_run(spark, run.run_dir, lineage=False)
     transactions = verdict["stats"]["transactions"]
     assert (verdict["verdict"], transactions["hung"], transactions["rejected_attempts"]) == (
         "PASS",
@@ -151,7 +153,7 @@ def test_a_call_that_hung_past_its_timeout_is_counted_not_taken_for_a_rejection(
 def test_alos_history_lists_transactional_checks_as_not_applicable(spark, tmp_path):
     shape = RunShape(mode="alos", abort_every=0)
     run = write_synthetic(spark, tmp_path, shape, Plants(duplicate=1))
-    verdict = check_run(spark, run.run_dir)
+    verdict = check_run(spark, run.run_dir, lineage=False)
     assert sorted(verdict["not_applicable"]) == sorted([*NEEDS_TRANSACTIONS, EXPECT_ONLY])
     assert not set(NEEDS_TRANSACTIONS) & set(verdict["checks"])
     assert failing_counts(verdict) == {"delivery.duplicate": 1}
@@ -162,7 +164,7 @@ def test_history_without_end_state_lists_liveness_and_offset_reads_as_not_applic
 ):
     run = write_synthetic(spark, tmp_path, SHAPE, parquet=False)
     (run.run_dir / "history" / "end-state.jsonl").unlink()
-    verdict = check_run(spark, run.run_dir)
+    verdict = check_run(spark, run.run_dir, lineage=False)
     assert sorted(verdict["not_applicable"]) == sorted(
         [
             "liveness.lso",
@@ -182,7 +184,7 @@ def test_black_box_workload_lists_per_transaction_checks_as_not_applicable(
     run = write_synthetic(spark, tmp_path, SHAPE, parquet=False)
     manifest = json.loads((run.run_dir / "run.json").read_text())
     (run.run_dir / "run.json").write_text(json.dumps({**manifest, "workload": workload}))
-    verdict = check_run(spark, run.run_dir)
+    verdict = check_run(spark, run.run_dir, lineage=False)
     assert sorted(verdict["not_applicable"]) == sorted([*NEEDS_TXN_HISTORY, EXPECT_ONLY])
     assert "isolation.aborted-offset-read" in verdict["checks"]
 
@@ -191,7 +193,7 @@ def test_offset_reads_catch_an_aborted_read_without_transaction_history(spark, t
     run = write_synthetic(spark, tmp_path, SHAPE, Plants(aborted_read=2), parquet=False)
     manifest = json.loads((run.run_dir / "run.json").read_text())
     (run.run_dir / "run.json").write_text(json.dumps({**manifest, "workload": "byo"}))
-    verdict = check_run(spark, run.run_dir)
+    verdict = check_run(spark, run.run_dir, lineage=False)
     assert failing_counts(verdict) == {"isolation.aborted-offset-read": 2}
 
 
@@ -199,7 +201,7 @@ def test_truncated_history_is_checked_and_flagged_incomplete(spark, tmp_path):
     run = write_synthetic(spark, tmp_path, SHAPE, Plants(lost=1), parquet=False)
     with (Path(run.run_dir) / "history" / "observer.jsonl").open("a") as history:
         history.write('{"kind":"read","type":"ok","f":"po')
-    verdict = check_run(spark, run.run_dir)
+    verdict = check_run(spark, run.run_dir, lineage=False)
     assert (verdict["verdict"], verdict["complete"]) == ("FAIL", False)
     assert failing_counts(verdict) == {"delivery.lost": 1}
     assert "observer.jsonl" in verdict["damage"][0]
@@ -214,7 +216,7 @@ def test_every_planted_anomaly_is_reported_and_none_invented(spark, tmp_path_fac
     run = write_synthetic(
         spark, tmp_path_factory.mktemp("property"), SHAPE, Plants(**chosen), seed=seed
     )
-    verdict = check_run(spark, run.run_dir, max_examples=ALL_EXAMPLES)
+    verdict = check_run(spark, run.run_dir, max_examples=ALL_EXAMPLES, lineage=False)
     assert failing_counts(verdict) == run.expected
     for plant in chosen:
         examples = verdict["checks"][PLANT_CHECKS[plant]]["examples"]

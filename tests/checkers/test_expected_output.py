@@ -33,13 +33,13 @@ def aggregating_run(spark, run_dir: Path, expected: dict, results: dict) -> Path
 
 
 def test_results_equal_to_the_expected_output_pass(spark, tmp_path):
-    verdict = check_run(spark, aggregating_run(spark, tmp_path, COUNTS, COUNTS))
+    verdict = check_run(spark, aggregating_run(spark, tmp_path, COUNTS, COUNTS), lineage=False)
     assert (verdict["checks"][CHECK]["verdict"], verdict["verdict"]) == ("PASS", "PASS")
 
 
 def test_a_result_that_differs_from_the_expected_one_fails_naming_the_key(spark, tmp_path):
     doubled = {**COUNTS, "partition-1": '{"count":311}'}
-    verdict = check_run(spark, aggregating_run(spark, tmp_path, COUNTS, doubled))
+    verdict = check_run(spark, aggregating_run(spark, tmp_path, COUNTS, doubled), lineage=False)
     check = verdict["checks"][CHECK]
     assert (check["verdict"], check["count"]) == ("FAIL", 1)
     assert check["examples"] == [
@@ -51,12 +51,14 @@ def test_a_result_that_differs_from_the_expected_one_fails_naming_the_key(spark,
 def test_a_key_on_one_side_only_fails(spark, tmp_path, side):
     extra = {**COUNTS, "partition-9": '{"count":1}'}
     expected, results = (extra, COUNTS) if side == "expected" else (COUNTS, extra)
-    check = check_run(spark, aggregating_run(spark, tmp_path, expected, results))["checks"][CHECK]
+    check = check_run(spark, aggregating_run(spark, tmp_path, expected, results), lineage=False)[
+        "checks"
+    ][CHECK]
     assert (check["verdict"], check["count"]) == ("FAIL", 1)
     assert check["examples"][0]["key"] == "partition-9"
 
 
 def test_an_aggregating_run_does_not_follow_input_ids_into_its_output(spark, tmp_path):
-    verdict = check_run(spark, aggregating_run(spark, tmp_path, COUNTS, COUNTS))
+    verdict = check_run(spark, aggregating_run(spark, tmp_path, COUNTS, COUNTS), lineage=False)
     assert set(OUTPUT_IS_COPIES) <= set(verdict["not_applicable"])
     assert "delivery.duplicate-input" in verdict["checks"]

@@ -12,13 +12,12 @@ from pathlib import Path
 import pytest
 
 from eoschaos.checkers.history_io import History, load_history
-from eoschaos.checkers.lineage import (
+from eoschaos.checkers.lineage import lineage_section
+from eoschaos.checkers.lineage.cycles import dependency_cycles, find_cycles
+from eoschaos.checkers.lineage.subgraphs import (
     MAX_NODES_PER_TYPE,
     anomaly_subgraphs,
-    dependency_cycles,
-    find_cycles,
     lineage_graph,
-    lineage_section,
     serialize,
 )
 from eoschaos.checkers.synthetic import PLANT_CHECKS, Plants, write_synthetic
@@ -242,7 +241,7 @@ def test_every_failing_check_is_drawn_before_any_is_drawn_twice(planted):
 
 def test_every_record_anomaly_the_checkers_report_is_drawn_with_its_nodes_marked(spark, tmp_path):
     run = write_synthetic(spark, tmp_path / "run", plants=Plants(**dict.fromkeys(PLANT_CHECKS, 1)))
-    checks = check_run(spark, run.run_dir)["checks"]
+    checks = check_run(spark, run.run_dir, lineage=False)["checks"]
     failed = {name for name, check in checks.items() if check["verdict"] == "FAIL"}
     drawn = anomaly_subgraphs(load_history(spark, run.run_dir), checks, INPUT, OUTPUT, 20)
     # liveness examples name partitions and transactional.ids, aggregate ones keys: no lineage
@@ -299,3 +298,12 @@ def test_a_large_transaction_is_drawn_nearest_the_anomaly_and_the_rest_counted()
 
 def test_the_section_is_plain_json_for_verdict_json(planted_section):
     assert json.loads(json.dumps(planted_section)) == planted_section
+
+
+def test_the_verdict_carries_the_lineage_of_the_history_it_judged(spark, tmp_path):
+    run = write_synthetic(spark, tmp_path / "run", plants=Plants(lost=1, duplicate=1))
+    verdict = check_run(spark, run.run_dir)
+    failed = {name for name, check in verdict["checks"].items() if check["verdict"] == "FAIL"}
+    assert set(verdict["lineage"]) == {"stats", "anomalies", "cycles"}
+    assert {a["check"] for a in verdict["lineage"]["anomalies"]} == failed
+    assert failed == {"delivery.lost", "delivery.duplicate"}

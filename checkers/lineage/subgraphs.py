@@ -1,228 +1,27 @@
-"""Offset lineage: which input became which transaction, output record and read.
-
-A check's verdict is a claim about records; the lineage graph is the evidence a reviewer can
-follow: input record → the transactions that consumed it → the output records they produced →
-the readers that saw them, plus the offsets each transaction committed for the group. A history
-can hold ten million records, so whole-history numbers are Spark aggregates, and only the
-neighbourhood of each reported example is fetched (small filters, one job per table) and built
-as a networkx graph.
-
-The transaction dependency graph (Elle's ww and wr edges between committed transactions) is
-information, never a verdict: Kafka does not promise serializable transactions across
-partitions, so concurrent transactions interleaving on several partitions form ww cycles in a
-correct run.
-"""
+"""Anomaly neighbourhoods: for each reported example, the few records and transactions around
+it, fetched with small filters and drawn as a networkx graph with the anomalous nodes marked."""
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
-from itertools import pairwise, zip_longest
+from itertools import zip_longest
 from typing import TYPE_CHECKING, Any
 
 import networkx as nx
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from eoschaos.checkers.lineage.keys import TXN_KEY_FIELDS, txn_key, txn_of
 from eoschaos.contract.history import FINAL_COMMITTED
 
 if TYPE_CHECKING:
     from eoschaos.checkers.history_io import History
 
-TXN_KEY_FIELDS = ("instance", "incarnation", "txn_seq")  # txn_seq restarts per incarnation
 # The checks whose examples carry an input record's partition/offset (the others: output's).
 INPUT_POSITION_CHECKS = ("delivery.lost", "delivery.duplicate-input")
 MAX_NODES_PER_TYPE = 8  # per drawing; a 200-record transaction is summarised, not drawn whole
-MAX_CYCLE_EXAMPLES = 3
-# The committed-transaction graph has ~records/100 nodes and a few edges per node; past this
-# many edges it is not collected into Python (cycles are then reported as not computed).
-DEPENDENCY_EDGE_LIMIT = 2_000_000
-CYCLE_NOTE = (
-    "Information only, not part of the verdict: Kafka does not promise serializable "
-    "transactions across partitions, so concurrent transactions interleaving on several "
-    "partitions form ww cycles (G0) in a correct run."
-)
-
-
-def lineage_section(history: History, checks: dict, *, max_anomalies: int = 12) -> dict:
-    """The verdict's "lineage": whole-history graph stats, anomaly subgraphs, G0/G1c cycles."""
-    input_topic, output_topic = history.input_topic, history.output_topic
-    return {
-        "stats": graph_stats(history, input_topic, output_topic),
-        "anomalies": anomaly_subgraphs(history, checks, input_topic, output_topic, max_anomalies),
-        "cycles": dependency_cycles(history, input_topic, output_topic),
-    }
-
-
-def _txn_known() -> Column:
-    instance, incarnation, seq = (F.col(name).isNotNull() for name in TXN_KEY_FIELDS)
-    return instance & incarnation & seq
-
-
-def _txn_column() -> Column:
-    """An event's transaction as a struct of its three integers, null unless all are known.
-
-    Whole-history plans compare and count these structs; the "i.n.s" text is built only for
-    the few rows that reach Python.
-    """
-    return F.when(_txn_known(), F.struct(*TXN_KEY_FIELDS))
-
-
-def _txn_text(prefix: str = "") -> Column:
-    return F.concat_ws(".", *(F.col(f"{prefix}{name}") for name in TXN_KEY_FIELDS))
-
-
-def _txn_of(row: dict) -> tuple[int, int, int] | None:
-    values = tuple(row.get(name) for name in TXN_KEY_FIELDS)
-    return None if None in values else values
-
-
-def txn_key(row: dict) -> str | None:
-    """A transaction's node name: "instance.incarnation.txn_seq"."""
-    txn = _txn_of(row)
-    return None if txn is None else ".".join(map(str, txn))
-
-
-# --- whole-history statistics -------------------------------------------------------------
-
-
-def graph_stats(history: History, input_topic: str, output_topic: str) -> dict[str, Any]:
-    """Node and edge counts of the whole-history lineage graph, as DataFrame aggregates.
-
-    Nodes: inputs (acked sends or records of the input scan, by id), transactions, output
-    records (by partition/offset), reads (one per read event of an output record), committed
-    offsets (one per transaction and input partition). The out-degree of an input counts the
-    transactions that consumed it; its committed outputs are its records in the
-    final-committed scan. Two Spark jobs (three shuffles); nothing per record reaches Python.
-    """
-    per_input = _per_input_stats(history, input_topic, output_topic)
-    distinct = _distinct_counts(history, output_topic)
-    return {
-        "nodes": {
-            "input": per_input["inputs"],
-            "txn": distinct["txn"],
-            "output": per_input["outputs"],
-            "read": per_input["reads"],
-            "offsets": distinct["offsets"],
-        },
-        "edges": {
-            "consumed-by": per_input["consumed_by"],
-            "produced": per_input["produced"],
-            "read-by": per_input["reads"],
-            "committed-offsets": distinct["offsets"],
-        },
-        "input_out_degree_max": per_input["out_degree_max"],
-        "inputs_without_consumer": per_input["without_consumer"],
-        "committed_outputs_per_input_max": per_input["committed_max"],
-        "inputs_without_committed_output": per_input["without_committed"],
-        "inputs_with_several_committed_outputs": per_input["several_committed"],
-        "committed_transactions": distinct["committed"],
-        "transactions_per_input_partition": distinct["per_input_partition"],
-    }
-
-
-def _per_input_stats(history: History, input_topic: str, output_topic: str) -> dict[str, int]:
-    """Output reads grouped into output records, those grouped by record id with the sends and
-    input-scan records, then summed over the ids: one job, two shuffles.
-
-    An id with no acked send and no input-scan record is not an input (a phantom's id): its
-    outputs and reads count, its degrees do not. A position two readers saw with different ids
-    (an inconsistent-offsets anomaly) counts once, under one of them.
-    """
-    reads = history.kind("read")
-    outputs = (
-        reads.where(F.col("topic") == output_topic)
-        .groupBy("partition", "offset")
-        .agg(
-            F.first("id", ignorenulls=True).alias("id"),
-            F.first(_txn_column(), ignorenulls=True).alias("txn"),
-            F.max((F.col("process") == FINAL_COMMITTED).cast("int")).alias("committed"),
-            F.count("*").alias("reads"),
-        )
-        .select("id", F.lit(False), "txn", "committed", "reads", F.lit(1))
-    )
-    none = F.lit(None)
-    inputs = (
-        history.kind("send")
-        .where(F.col("type") == "ok")
-        .select("id")
-        .union(reads.where(F.col("topic") == input_topic).select("id"))
-        .select("id", F.lit(True), none, none, none, none)
-    )
-    per_id = (
-        inputs.union(outputs)
-        .toDF("id", "is_input", "txn", "committed", "reads", "output")
-        .groupBy("id")
-        .agg(
-            F.max("is_input").alias("is_input"),
-            F.size(F.collect_set("txn")).alias("consumers"),
-            F.sum("committed").alias("committed"),
-            F.sum("reads").alias("reads"),
-            F.sum("output").alias("outputs"),
-            F.count("txn").alias("produced"),
-        )
-    )
-    is_input = F.col("is_input")
-    committed = F.coalesce(F.col("committed"), F.lit(0))
-
-    def over_inputs(condition: Column) -> Column:
-        return F.count(F.when(is_input & condition, True))
-
-    row = per_id.agg(
-        over_inputs(F.lit(True)).alias("inputs"),
-        F.sum("outputs").alias("outputs"),
-        F.sum("produced").alias("produced"),
-        F.sum("reads").alias("reads"),
-        F.sum(F.when(is_input, F.col("consumers"))).alias("consumed_by"),
-        F.max(F.when(is_input, F.col("consumers"))).alias("out_degree_max"),
-        over_inputs(F.col("consumers") == 0).alias("without_consumer"),
-        F.max(F.when(is_input, committed)).alias("committed_max"),
-        over_inputs(committed == 0).alias("without_committed"),
-        over_inputs(committed > 1).alias("several_committed"),
-    ).first()
-    return {name: int(row[name] or 0) for name in row.asDict()}
-
-
-def _distinct_counts(history: History, output_topic: str) -> dict[str, Any]:
-    """Transactions (from their events or output headers), committed transactions (records
-    in the final-committed scan), committed offsets and transactions per input partition, as
-    distinct (tag, transaction, partition) triples counted in one job. Each task de-duplicates
-    before the shuffle, so a transaction's key travels a few times, not once per record."""
-    events = history.kind("txn")
-    outputs = history.kind("read").where(F.col("topic") == output_topic)
-    committing = F.col("f").isin("send-offsets", "commit-offsets") & (F.col("type") == "ok")
-    offsets = events.where(committing).select("*", F.explode("offsets").alias("entry"))
-    none = F.lit(None)
-
-    def keyed(tag: str, frame: DataFrame, txn: Column, partition: Column) -> DataFrame:
-        return frame.select(F.lit(tag), txn, partition.cast("int"))
-
-    known = outputs.where(_txn_known())
-    committed = known.where(F.col("process") == FINAL_COMMITTED)
-    union = (
-        keyed("txn", events.where(_txn_known()), _txn_column(), none)
-        .union(keyed("txn", known, _txn_column(), none))
-        .union(keyed("committed", committed, _txn_column(), none))
-        .union(
-            keyed("offsets", offsets.where(_txn_known()), _txn_column(), F.col("entry.partition"))
-        )
-        .union(keyed("src", known, _txn_column(), F.col("src_partition")))
-        .toDF("tag", "txn", "partition")
-    )
-    rows = union.distinct().groupBy("tag", "partition").count().collect()
-    counts: dict[str, Any] = dict.fromkeys(("txn", "committed", "offsets"), 0)
-    per_partition: dict[int, int] = {}
-    for row in rows:
-        if row["tag"] != "src":
-            counts[row["tag"]] += row["count"]
-        elif row["partition"] is not None:
-            per_partition[row["partition"]] = row["count"]
-    counts["per_input_partition"] = {str(p): n for p, n in sorted(per_partition.items())}
-    return counts
-
-
-# --- anomaly neighbourhoods ---------------------------------------------------------------
 
 
 def anomaly_subgraphs(
@@ -251,7 +50,7 @@ def anomaly_subgraphs(
     related_ids = {row["id"] for row in direct} - {key.id for key in keys}
     read_rows = _dedupe(direct + _rows_of(reads, ids=related_ids))
     all_ids = {row["id"] for row in read_rows} | {key.id for key in keys}
-    all_txns = {_txn_of(row) for row in read_rows} | {key.txn for key in keys}
+    all_txns = {txn_of(row) for row in read_rows} | {key.txn for key in keys}
     send_rows = _rows_of(history.kind("send"), ids=all_ids)
     txn_rows = _rows_of(history.kind("txn"), txns=all_txns)
 
@@ -260,11 +59,11 @@ def anomaly_subgraphs(
         own = [row for row in read_rows if key.matches(row)]
         ids = {row["id"] for row in own} | {key.id}
         rows = [row for row in read_rows if row["id"] in ids or key.matches(row)]
-        txns = {_txn_of(row) for row in rows} | {key.txn}
+        txns = {txn_of(row) for row in rows} | {key.txn}
         graph = lineage_graph(
             rows,
             [row for row in send_rows if row["id"] in ids],
-            [row for row in txn_rows if _txn_of(row) in txns],
+            [row for row in txn_rows if txn_of(row) in txns],
             input_topic,
             output_topic,
         )
@@ -331,7 +130,7 @@ class ExampleKeys:
     def matches(self, row: dict) -> bool:
         return (
             (self.id is not None and row["id"] == self.id)
-            or (self.txn is not None and _txn_of(row) == self.txn)
+            or (self.txn is not None and txn_of(row) == self.txn)
             or (self.position is not None and _position(row) == self.position)
         )
 
@@ -640,120 +439,3 @@ def _nearest(graph: nx.DiGraph, marked: set[str]) -> list[str]:
                 seen.add(neighbour)
                 queue.append(neighbour)
     return kept
-
-
-# --- transaction dependency cycles --------------------------------------------------------
-
-
-def dependency_cycles(history: History, input_topic: str, output_topic: str) -> dict[str, Any]:
-    """G0 / G1c over committed transactions (those with records in the final-committed scan).
-
-    ww: on each output partition, consecutive records by offset written by different
-    transactions (the earlier one's write is overwritten in version order). wr: a transaction
-    consumed an input record that another transaction wrote; in the workloads here the seeder
-    writes every input, so wr edges appear only for chained pipelines. Counts are strongly
-    connected components with a cycle; each example is a shortest cycle in one of them.
-    """
-    committed = history.kind("read").where((F.col("process") == FINAL_COMMITTED) & _txn_known())
-    written = committed.where(F.col("topic") == output_topic)
-    order = Window.partitionBy("partition").orderBy("offset")
-    previous = [F.lag(name).over(order).alias(f"previous_{name}") for name in TXN_KEY_FIELDS]
-    changed = F.lit(False)
-    for name in TXN_KEY_FIELDS:
-        changed = changed | (F.col(f"previous_{name}") != F.col(name))
-    edges = (
-        written.select(*previous, *TXN_KEY_FIELDS)
-        .where(changed)
-        .select(_txn_text("previous_").alias("source"), _txn_text().alias("target"), F.lit("ww"))
-    )
-    writers = committed.where(F.col("topic") == input_topic)
-    if not writers.isEmpty():  # only chained pipelines consume records a transaction wrote
-        written_by = writers.select(
-            F.col("partition").alias("src_partition"),
-            F.col("offset").alias("src_offset"),
-            _txn_text().alias("source"),
-        )
-        consumers = written.select("src_partition", "src_offset", _txn_text().alias("target"))
-        wr = (
-            written_by.join(consumers, ["src_partition", "src_offset"])
-            .where(F.col("source") != F.col("target"))
-            .select("source", "target", F.lit("wr"))
-        )
-        edges = edges.union(wr)
-    distinct_edges = edges.toDF("source", "target", "type").distinct()
-    rows = distinct_edges.limit(DEPENDENCY_EDGE_LIMIT + 1).collect()
-    if len(rows) > DEPENDENCY_EDGE_LIMIT:
-        return {
-            "G0": None,
-            "G1c": None,
-            "examples": [],
-            "note": f"not computed: more than {DEPENDENCY_EDGE_LIMIT} dependency edges",
-        }
-    return find_cycles([(row["source"], row["target"], row["type"]) for row in rows])
-
-
-def find_cycles(edges: list[tuple[str, str, str]]) -> dict[str, Any]:
-    """Count G0 (ww only) and G1c (with a wr edge) components; up to three example cycles."""
-    graph = nx.DiGraph()
-    for source, target, kind in edges:
-        if graph.has_edge(source, target):
-            graph[source][target]["types"].add(kind)
-        else:
-            graph.add_edge(source, target, types={kind})
-    ww_graph = graph.edge_subgraph(
-        (source, target) for source, target, data in graph.edges(data=True) if "ww" in data["types"]
-    )
-    g0 = _cyclic_components(ww_graph)
-    g1c = [
-        component
-        for component in _cyclic_components(graph)
-        if any(
-            "wr" in graph[source][target]["types"]
-            for source, target in graph.subgraph(component).edges
-        )
-    ]
-    examples = [_example_cycle(ww_graph, component, "G0") for component in g0]
-    examples += [_example_cycle(graph, component, "G1c") for component in g1c]
-    return {
-        "G0": len(g0),
-        "G1c": len(g1c),
-        "examples": examples[:MAX_CYCLE_EXAMPLES],
-        "transactions": graph.number_of_nodes(),
-        "ww_edges": sum("ww" in data["types"] for _, _, data in graph.edges(data=True)),
-        "wr_edges": sum("wr" in data["types"] for _, _, data in graph.edges(data=True)),
-        "note": CYCLE_NOTE,
-    }
-
-
-def _cyclic_components(graph: nx.DiGraph) -> list[set[str]]:
-    components = [c for c in nx.strongly_connected_components(graph) if len(c) > 1]
-    return sorted(components, key=lambda component: (len(component), min(component)))
-
-
-def _example_cycle(graph: nx.DiGraph, component: set[str], anomaly: str) -> dict[str, Any]:
-    """A shortest cycle through the component's first node (G1c: through its first wr edge)."""
-    sub = graph.subgraph(component)
-    if anomaly == "G1c":
-        start, via = min(
-            (source, target)
-            for source, target, data in sub.edges(data=True)
-            if "wr" in data["types"]
-        )
-        cycle = [start, *nx.shortest_path(sub, via, start)]
-    else:
-        start = min(component)
-        paths = (nx.shortest_path(sub, via, start) for via in sub.successors(start))
-        cycle = [start, *min(paths, key=lambda path: (len(path), path))]
-    return {
-        "anomaly": anomaly,
-        "component_size": len(component),
-        "cycle": cycle,
-        "edges": [
-            {
-                "source": source,
-                "target": target,
-                "type": "+".join(sorted(sub[source][target]["types"])),
-            }
-            for source, target in pairwise(cycle)
-        ],
-    }

@@ -1,0 +1,35 @@
+"""Offset lineage: which input became which transaction, output record and read.
+
+A check's verdict is a claim about records; the lineage graph is the evidence a reviewer can
+follow: input record → the transactions that consumed it → the output records they produced →
+the readers that saw them, plus the offsets each transaction committed for the group. A history
+can hold ten million records, so whole-history numbers are Spark aggregates, and only the
+neighbourhood of each reported example is fetched (small filters, one job per table) and built
+as a networkx graph.
+
+The transaction dependency graph (Elle's ww and wr edges between committed transactions) is
+information, never a verdict: Kafka does not promise serializable transactions across
+partitions, so concurrent transactions interleaving on several partitions form ww cycles in a
+correct run.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from eoschaos.checkers.lineage.cycles import dependency_cycles
+from eoschaos.checkers.lineage.stats import graph_stats
+from eoschaos.checkers.lineage.subgraphs import anomaly_subgraphs
+
+if TYPE_CHECKING:
+    from eoschaos.checkers.history_io import History
+
+
+def lineage_section(history: History, checks: dict, *, max_anomalies: int = 12) -> dict:
+    """The verdict's "lineage": whole-history graph stats, anomaly subgraphs, G0/G1c cycles."""
+    input_topic, output_topic = history.input_topic, history.output_topic
+    return {
+        "stats": graph_stats(history, input_topic, output_topic),
+        "anomalies": anomaly_subgraphs(history, checks, input_topic, output_topic, max_anomalies),
+        "cycles": dependency_cycles(history, input_topic, output_topic),
+    }

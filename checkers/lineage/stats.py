@@ -1,0 +1,147 @@
+"""Whole-history lineage numbers: Spark aggregates over every input, transaction and read."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from eoschaos.checkers.lineage.keys import txn_column, txn_known
+from eoschaos.contract.history import FINAL_COMMITTED
+
+if TYPE_CHECKING:
+    from eoschaos.checkers.history_io import History
+
+
+def graph_stats(history: History, input_topic: str, output_topic: str) -> dict[str, Any]:
+    """Node and edge counts of the whole-history lineage graph, as DataFrame aggregates.
+
+    Nodes: inputs (acked sends or records of the input scan, by id), transactions, output
+    records (by partition/offset), reads (one per read event of an output record), committed
+    offsets (one per transaction and input partition). The out-degree of an input counts the
+    transactions that consumed it; its committed outputs are its records in the
+    final-committed scan. Two Spark jobs (three shuffles); nothing per record reaches Python.
+    """
+    per_input = _per_input_stats(history, input_topic, output_topic)
+    distinct = _distinct_counts(history, output_topic)
+    return {
+        "nodes": {
+            "input": per_input["inputs"],
+            "txn": distinct["txn"],
+            "output": per_input["outputs"],
+            "read": per_input["reads"],
+            "offsets": distinct["offsets"],
+        },
+        "edges": {
+            "consumed-by": per_input["consumed_by"],
+            "produced": per_input["produced"],
+            "read-by": per_input["reads"],
+            "committed-offsets": distinct["offsets"],
+        },
+        "input_out_degree_max": per_input["out_degree_max"],
+        "inputs_without_consumer": per_input["without_consumer"],
+        "committed_outputs_per_input_max": per_input["committed_max"],
+        "inputs_without_committed_output": per_input["without_committed"],
+        "inputs_with_several_committed_outputs": per_input["several_committed"],
+        "committed_transactions": distinct["committed"],
+        "transactions_per_input_partition": distinct["per_input_partition"],
+    }
+
+
+def _per_input_stats(history: History, input_topic: str, output_topic: str) -> dict[str, int]:
+    """Output reads grouped into output records, those grouped by record id with the sends and
+    input-scan records, then summed over the ids: one job, two shuffles.
+
+    An id with no acked send and no input-scan record is not an input (a phantom's id): its
+    outputs and reads count, its degrees do not. A position two readers saw with different ids
+    (an inconsistent-offsets anomaly) counts once, under one of them.
+    """
+    reads = history.kind("read")
+    outputs = (
+        reads.where(F.col("topic") == output_topic)
+        .groupBy("partition", "offset")
+        .agg(
+            F.first("id", ignorenulls=True).alias("id"),
+            F.first(txn_column(), ignorenulls=True).alias("txn"),
+            F.max((F.col("process") == FINAL_COMMITTED).cast("int")).alias("committed"),
+            F.count("*").alias("reads"),
+        )
+        .select("id", F.lit(False), "txn", "committed", "reads", F.lit(1))
+    )
+    none = F.lit(None)
+    inputs = (
+        history.kind("send")
+        .where(F.col("type") == "ok")
+        .select("id")
+        .union(reads.where(F.col("topic") == input_topic).select("id"))
+        .select("id", F.lit(True), none, none, none, none)
+    )
+    per_id = (
+        inputs.union(outputs)
+        .toDF("id", "is_input", "txn", "committed", "reads", "output")
+        .groupBy("id")
+        .agg(
+            F.max("is_input").alias("is_input"),
+            F.size(F.collect_set("txn")).alias("consumers"),
+            F.sum("committed").alias("committed"),
+            F.sum("reads").alias("reads"),
+            F.sum("output").alias("outputs"),
+            F.count("txn").alias("produced"),
+        )
+    )
+    is_input = F.col("is_input")
+    committed = F.coalesce(F.col("committed"), F.lit(0))
+
+    def over_inputs(condition: Column) -> Column:
+        return F.count(F.when(is_input & condition, True))
+
+    row = per_id.agg(
+        over_inputs(F.lit(True)).alias("inputs"),
+        F.sum("outputs").alias("outputs"),
+        F.sum("produced").alias("produced"),
+        F.sum("reads").alias("reads"),
+        F.sum(F.when(is_input, F.col("consumers"))).alias("consumed_by"),
+        F.max(F.when(is_input, F.col("consumers"))).alias("out_degree_max"),
+        over_inputs(F.col("consumers") == 0).alias("without_consumer"),
+        F.max(F.when(is_input, committed)).alias("committed_max"),
+        over_inputs(committed == 0).alias("without_committed"),
+        over_inputs(committed > 1).alias("several_committed"),
+    ).first()
+    return {name: int(row[name] or 0) for name in row.asDict()}
+
+
+def _distinct_counts(history: History, output_topic: str) -> dict[str, Any]:
+    """Transactions (from their events or output headers), committed transactions (records
+    in the final-committed scan), committed offsets and transactions per input partition, as
+    distinct (tag, transaction, partition) triples counted in one job. Each task de-duplicates
+    before the shuffle, so a transaction's key travels a few times, not once per record."""
+    events = history.kind("txn")
+    outputs = history.kind("read").where(F.col("topic") == output_topic)
+    committing = F.col("f").isin("send-offsets", "commit-offsets") & (F.col("type") == "ok")
+    offsets = events.where(committing).select("*", F.explode("offsets").alias("entry"))
+    none = F.lit(None)
+
+    def keyed(tag: str, frame: DataFrame, txn: Column, partition: Column) -> DataFrame:
+        return frame.select(F.lit(tag), txn, partition.cast("int"))
+
+    known = outputs.where(txn_known())
+    committed = known.where(F.col("process") == FINAL_COMMITTED)
+    union = (
+        keyed("txn", events.where(txn_known()), txn_column(), none)
+        .union(keyed("txn", known, txn_column(), none))
+        .union(keyed("committed", committed, txn_column(), none))
+        .union(keyed("offsets", offsets.where(txn_known()), txn_column(), F.col("entry.partition")))
+        .union(keyed("src", known, txn_column(), F.col("src_partition")))
+        .toDF("tag", "txn", "partition")
+    )
+    rows = union.distinct().groupBy("tag", "partition").count().collect()
+    counts: dict[str, Any] = dict.fromkeys(("txn", "committed", "offsets"), 0)
+    per_partition: dict[int, int] = {}
+    for row in rows:
+        if row["tag"] != "src":
+            counts[row["tag"]] += row["count"]
+        elif row["partition"] is not None:
+            per_partition[row["partition"]] = row["count"]
+    counts["per_input_partition"] = {str(p): n for p, n in sorted(per_partition.items())}
+    return counts
