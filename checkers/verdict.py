@@ -22,6 +22,7 @@ from eoschaos.checkers.history_io import History, load_history
 from eoschaos.checkers.lineage import lineage_section
 from eoschaos.checkers.timeline import timeline
 from eoschaos.checkers.transactions import transaction_reads, transaction_stats, transaction_table
+from eoschaos.contract.capabilities import Capabilities
 from eoschaos.contract.history import FINAL_COMMITTED, FINAL_UNCOMMITTED
 from eoschaos.contract.rundir import SCHEMA_VERSION
 
@@ -32,10 +33,8 @@ DESCRIPTIONS = {
     **liveness.DESCRIPTIONS,
     **aggregates.DESCRIPTIONS,
 }
-TRANSACTIONLESS_MODES = ("alos",)
-# Pipelines whose instances write no `txn` history (only our kip447 processors do): black boxes
-# whose transactions are judged by their effects on offsets and ids only.
-BLACK_BOX_WORKLOADS = ("streams", "spark", "copier", "byo")
+# What each check needs beyond the reads every history has (eoschaos.contract.capabilities).
+# A pipeline without `txn` history is a black box, judged by its effects on offsets and ids.
 NEEDS_TXN_HISTORY = (
     "isolation.aborted-read",
     "isolation.uncommitted-read",
@@ -127,10 +126,11 @@ def _not_applicable(history: History, census: Census) -> dict[str, str]:
     """Checks that cannot be judged on this history, with why: never a PASS that cannot fail."""
     reasons: dict[str, str] = {}
     workload = history.manifest.get("workload")
-    if history.mode in TRANSACTIONLESS_MODES:
+    capabilities = Capabilities.of_manifest(history.manifest)
+    if not capabilities.transactions:
         for name in NEEDS_TRANSACTIONS:
             reasons[name] = f"mode {history.mode} uses no transactions"
-    if workload in BLACK_BOX_WORKLOADS:
+    if not capabilities.transaction_history:
         for name in NEEDS_TXN_HISTORY:
             reasons.setdefault(
                 name,
@@ -142,7 +142,7 @@ def _not_applicable(history: History, census: Census) -> dict[str, str]:
             reasons.setdefault(name, "the history has no final-committed scan")
     if not census.end_rows_of("aggregate"):
         reasons["aggregate.mismatch"] = "the pipeline keeps no aggregates (no aggregate rows)"
-    if history.manifest.get("expect"):
+    if not capabilities.output_is_copies:
         for name in OUTPUT_IS_COPIES:
             reasons.setdefault(
                 name,

@@ -11,6 +11,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from eoschaos.clusters.kafka_dist import KafkaDistribution
+from eoschaos.contract.capabilities import Capabilities
 from eoschaos.contract.errors import EoschaosError
 from eoschaos.workloads import byo, copier
 from eoschaos.workloads.harness.pipeline import PipelineConfig, PipelineWorkload
@@ -30,13 +31,30 @@ class WorkloadKind:
     default_instances: int
     summary: str
     start_timeout_s: float = 60.0  # until first output, before faults (a Spark driver is slow)
+    records_transactions: bool = False  # its instances write `txn` history (ours do)
+    assigns_transactional_ids: bool = True  # Streams derives its own
+    transactionless_modes: tuple[str, ...] = ("alos",)
+
+    def capabilities(self, mode: str, *, expect: bool) -> Capabilities:
+        """What a run of this kind in `mode` records; an --expect run's output is results."""
+        transactions = mode not in self.transactionless_modes
+        return Capabilities(
+            transactions=transactions,
+            transaction_history=self.records_transactions,
+            output_is_copies=not expect,
+            assigned_transactional_ids=transactions and self.assigns_transactional_ids,
+        )
 
 
 KINDS = {
     kind.name: kind
     for kind in (
         WorkloadKind(
-            "kip447", KIP447_MODES, 3, "our port of Kafka's KIP-447 consume-transform-produce"
+            "kip447",
+            KIP447_MODES,
+            3,
+            "our port of Kafka's KIP-447 consume-transform-produce",
+            records_transactions=True,
         ),
         WorkloadKind(
             "spark",
@@ -49,7 +67,11 @@ KINDS = {
             "copier", copier.MODES, 0, "Kafka's TransactionalMessageCopier, one per partition"
         ),
         WorkloadKind(
-            "streams", streams.MODES, 2, "a stateful Kafka Streams app (re-key, aggregate, echo)"
+            "streams",
+            streams.MODES,
+            2,
+            "a stateful Kafka Streams app (re-key, aggregate, echo)",
+            assigns_transactional_ids=False,
         ),
         WorkloadKind("byo", byo.MODES, 3, "your own pipeline: --command, contract in docs/byo.md"),
     )
@@ -79,13 +101,6 @@ def check_options(name: str, mode: str, options: WorkloadOptions) -> None:
         )
     if name != "byo" and options.command:
         raise EoschaosError(f"--command is for --workload byo, not {name}")
-
-
-def has_transactional_ids(name: str, mode: str) -> bool:
-    """Whether instances run with a transactional.id eoschaos assigns (so the nemesis can
-    find their transaction coordinator): not Streams (it derives its own), not without
-    transactions."""
-    return name != "streams" and mode != "alos"
 
 
 def prepare(name: str, kafka_version: str, progress: Callable[[str], None]) -> None:

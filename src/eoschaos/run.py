@@ -29,6 +29,7 @@ from eoschaos.chaos.schedule import (
 from eoschaos.clusters import kafka_dist, toxiproxy
 from eoschaos.clusters.broker_config import ClusterSpec
 from eoschaos.clusters.process_backend import ProcessCluster
+from eoschaos.contract.capabilities import Capabilities
 from eoschaos.contract.errors import EoschaosError
 from eoschaos.contract.progress import progress_to_stderr
 from eoschaos.contract.rundir import (
@@ -160,8 +161,12 @@ class RunConfig:
             self.instance_count(),
             intensity=self.intensity,
             partitions=self.partitions,
-            transactions=registry.has_transactional_ids(self.workload, self.mode),
+            transactions=self.capabilities().assigned_transactional_ids,
         )
+
+    def capabilities(self) -> Capabilities:
+        kind = registry.KINDS[self.workload]
+        return kind.capabilities(self.mode, expect=bool(self.expect))
 
     def workload_config(self) -> PipelineConfig:
         return PipelineConfig(
@@ -218,6 +223,7 @@ def record_run(
     manifest: dict[str, Any] = {
         **asdict(config),
         "command": config.command_line(),
+        **config.capabilities().to_manifest(),
         "schedule": [event.to_json() for event in schedule],
         "versions": _versions(),
         "started": time.time(),

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from eoschaos.checkers.synthetic import PLANT_CHECKS, Plants, RunShape, write_synthetic
 from eoschaos.checkers.verdict import DESCRIPTIONS, NEEDS_TRANSACTIONS, NEEDS_TXN_HISTORY, check_run
+from eoschaos.contract.capabilities import Capabilities
 
 SHAPE = RunShape()  # 512 records, 2 input and 2 output partitions, 2 instances, 1 abort in 3
 # A synthetic run is a copy pipeline: the check of an aggregating one (--expect) never applies
@@ -187,6 +188,21 @@ def test_black_box_workload_lists_per_transaction_checks_as_not_applicable(
     verdict = check_run(spark, run.run_dir, lineage=False)
     assert sorted(verdict["not_applicable"]) == sorted([*NEEDS_TXN_HISTORY, EXPECT_ONLY])
     assert "isolation.aborted-offset-read" in verdict["checks"]
+
+
+def test_checks_follow_the_recorded_capabilities_not_the_workload_name(spark, tmp_path):
+    run = write_synthetic(spark, tmp_path, SHAPE, parquet=False)
+    manifest = json.loads((run.run_dir / "run.json").read_text())
+    black_box = Capabilities(
+        transactions=True,
+        transaction_history=False,
+        output_is_copies=True,
+        assigned_transactional_ids=True,
+    )
+    manifest.update(workload="kip447", **black_box.to_manifest())
+    (run.run_dir / "run.json").write_text(json.dumps(manifest))
+    verdict = check_run(spark, run.run_dir, lineage=False)
+    assert sorted(verdict["not_applicable"]) == sorted([*NEEDS_TXN_HISTORY, EXPECT_ONLY])
 
 
 def test_offset_reads_catch_an_aborted_read_without_transaction_history(spark, tmp_path):

@@ -11,7 +11,7 @@ import pytest
 from eoschaos.checkers.synthetic import RunShape, write_synthetic
 from eoschaos.checkers.verdict import OUTPUT_IS_COPIES, check_run
 from eoschaos.contract.history import HistoryWriter
-from eoschaos.workloads.harness.expected import EXPECTED_WRITER
+from eoschaos.contract.history import END_EXPECTED
 
 CHECK = "aggregate.expected-output"
 COUNTS = {"partition-0": '{"count":256}', "partition-1": '{"count":256}'}
@@ -23,7 +23,7 @@ def aggregating_run(spark, run_dir: Path, expected: dict, results: dict) -> Path
     manifest = json.loads((run.run_dir / "run.json").read_text())
     manifest.update(workload="byo", expect="counts.py:per_partition")
     (run.run_dir / "run.json").write_text(json.dumps(manifest))
-    with HistoryWriter(run.run_dir, EXPECTED_WRITER) as history:
+    with HistoryWriter(run.run_dir, END_EXPECTED) as history:
         for f, rows in (("expected", expected), ("result", results)):
             for key, value in rows.items():
                 params = json.dumps({"key": key, "value": value})
