@@ -27,8 +27,8 @@ from typing import Any, Protocol
 from eoschaos.chaos.catalogue import CATALOGUE, fixed_number, leader_of
 from eoschaos.chaos.schedule import FaultEvent
 from eoschaos.clusters.admin import wait_answers_for_itself
+from eoschaos.clusters.base import Cluster
 from eoschaos.clusters.ports import Link, lane_link
-from eoschaos.clusters.process_backend import ProcessCluster
 from eoschaos.contract.history import NEMESIS, HistoryWriter, await_instance_event
 
 HEAL_TIMEOUT_S = 120.0
@@ -63,7 +63,7 @@ def _first_start(timeline: list[tuple[float, int, int]]) -> float | None:
 class Nemesis:
     def __init__(
         self,
-        cluster: ProcessCluster,
+        cluster: Cluster,
         workload: Workload,
         run_dir: Path,
         progress: Callable[[str], None],

@@ -32,14 +32,13 @@ import subprocess
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict
 from pathlib import Path
 
-from confluent_kafka import KafkaError, KafkaException
 from docker.errors import APIError, NotFound
 from docker.models.containers import Container
 
 from eoschaos.clusters import admin, toxiproxy
+from eoschaos.clusters.base import BROKER_JVM, ClusterBase, ClusterInfo, new_cluster_id
 from eoschaos.clusters.broker_config import ClusterSpec, broker_properties, render_properties
 from eoschaos.clusters.container_runtime import (
     Runtime,
@@ -50,17 +49,10 @@ from eoschaos.clusters.container_runtime import (
 )
 from eoschaos.clusters.container_runtime import stop_api_service as _stop_api_service
 from eoschaos.clusters.images import KAFKA_LIBS, image_tag
-from eoschaos.clusters.kafka_dist import KafkaDistribution, java_binary, java_major_version
-from eoschaos.clusters.ports import listener_of, plan_ports
-from eoschaos.clusters.process_backend import (
-    ClusterInfo,
-    ProcessCluster,
-    new_cluster_id,
-    stop_run_dir,
-)
+from eoschaos.clusters.kafka_dist import KafkaDistribution
+from eoschaos.clusters.registry import stop_run_dir
 from eoschaos.contract.errors import EoschaosError
 from eoschaos.contract.progress import progress_to_stderr
-from eoschaos.contract.rundir import CLUSTER_FILE
 
 RUN_LABEL = "eoschaos.run"
 NODE_LABEL = "eoschaos.node"
@@ -68,13 +60,6 @@ PUBLIC_IMAGE = "docker.io/apache/kafka"
 # Candidate subnets: 10.213.0.0/24 .. 10.213.255.0/24, the first not in use is taken.
 _AUTO_SUBNETS = ipaddress.ip_network("10.213.0.0/16")
 _FIRST_NODE_HOST = 10  # node i gets the subnet's address .(10 + i); .1 is the gateway
-_BROKER_JVM = [
-    "-Xms256m",
-    "-Xmx1g",
-    "-XX:+UseG1GC",
-    "-XX:MaxGCPauseMillis=20",
-    "-Djava.awt.headless=true",
-]
 _NOT_KAFKA = ("Could not find or load main class kafka.Kafka", "ClassNotFoundException")
 _SIGKILL_EXIT = 137
 # Kafka's log configs (package data of clusters/), mounted read-only where the JVM flags say.
@@ -94,9 +79,13 @@ def _run_digest(run_dir: Path) -> str:
     return hashlib.sha1(str(run_dir).encode()).hexdigest()[:10]
 
 
-class ContainerCluster(ProcessCluster):
-    """A drop-in for ProcessCluster whose nodes are containers; proxies, waits and the "who
-    leads what" questions are inherited unchanged, node operations act on the containers."""
+class ContainerCluster(ClusterBase):
+    """A cluster whose nodes are containers; proxies, waits and the "who leads what" questions
+    are the base's, node operations act on the containers. Operated only by the process that
+    started it (no attach): stop a crashed run's leftovers with `eoschaos cleanup`."""
+
+    backend = "containers"
+    start_timeout_s = 180.0
 
     def __init__(
         self,
@@ -108,9 +97,7 @@ class ContainerCluster(ProcessCluster):
         subnet: str | None = None,
         runtime: Runtime | None = None,
     ) -> None:
-        super().__init__(
-            run_dir, spec, dist, toxiproxy.server_binary(), progress, class_sharing=False
-        )
+        super().__init__(run_dir, spec, dist, toxiproxy.server_binary(), progress)
         self.requested_image = image
         self.image: str | None = None
         self.requested_subnet = subnet
@@ -118,15 +105,6 @@ class ContainerCluster(ProcessCluster):
         self.subnet: ipaddress.IPv4Network | None = None
         self.network_name = f"eoschaos-{_run_digest(self.run_dir)}"
         self._containers: dict[int, Container] = {}
-
-    @classmethod
-    def attach(
-        cls, run_dir: Path, progress: Callable[[str], None] = progress_to_stderr
-    ) -> ContainerCluster:
-        raise EoschaosError(
-            f"{run_dir} is a containers cluster; it is operated only by the process that started "
-            f"it (stop it with `eoschaos cleanup {run_dir}`)"
-        )
 
     # ----------------------------------------------------------------- addresses
 
@@ -149,66 +127,29 @@ class ContainerCluster(ProcessCluster):
 
     # ----------------------------------------------------------------- lifecycle
 
-    def start(self, timeout: float = 180.0) -> ClusterInfo:
-        """Network, Toxiproxy, containers, proxies; wait until ready. On failure remove all."""
-        self._t0 = time.monotonic()
+    def start(self, timeout: float | None = None) -> ClusterInfo:
+        """The runtime and the image first: without them nothing is created."""
         self.runtime = self.runtime or require_runtime()
-        if self.dist.major >= 4 and java_major_version(java_binary()) < 17:
-            raise EoschaosError(f"Kafka {self.dist.version} needs Java 17+; set JAVA_HOME to one")
         connect(self.runtime)
         self.image = self.requested_image or default_image(self.dist.version, self.runtime)
-        self.plan = plan_ports(self.spec.node_ids, self.spec.base_port, self.spec.instance_lanes)
-        self.run_dir.mkdir(parents=True, exist_ok=True)
-        try:
-            return self._start(timeout)
-        except BaseException:
-            self._say("start failed; removing everything that was created")
-            self.stop()
-            raise
+        return super().start(timeout)
 
-    def _start(self, timeout: float) -> ClusterInfo:
+    def _start(self) -> None:
+        """Network, Toxiproxy, containers, proxies (the peer proxies listen on the network's
+        gateway, which exists only once a container is attached)."""
         assert self.plan is not None and self.image is not None
         self._require_image()
         self._create_network()
         self._start_toxiproxy()
-        cluster_id = new_cluster_id()
-        for node_id in self.spec.node_ids:
-            self._write_node_config(node_id)
-        self._say(f"formatting {len(self.spec.node_ids)} KRaft log dirs on the host")
+        self._format_log_dirs(new_cluster_id())
+        # Creating a container takes podman seconds on a busy machine; do them at once.
         with ThreadPoolExecutor(max_workers=len(self.spec.node_ids)) as pool:
-            list(pool.map(lambda n: self._format(n, cluster_id), self.spec.node_ids))
-            # Creating a container takes podman seconds on a busy machine; do them at once.
             list(pool.map(self.start_node, self.spec.node_ids))
-        # Only now does the bridge (and so the gateway address) exist on the host.
         self._create_proxies()
         self._say(f"started {len(self.spec.node_ids)} containers ({self.image}); waiting")
-        deadline = time.monotonic() + timeout
-        expected = set(self.spec.node_ids)
-        admin.wait_healthy(self.bootstrap, expected, timeout, self._watchdog_progress)
-        self._say("brokers registered; creating and probing the internal topics")
-        self._probe_internal_topics(deadline)
-        admin.wait_healthy(
-            self.bootstrap, expected, max(5.0, deadline - time.monotonic()), self._watchdog_progress
-        )
-        features = admin.finalized_features(self.dist, self.bootstrap)
-        self.info = ClusterInfo(
-            run_dir=str(self.run_dir),
-            backend="containers",
-            bootstrap_servers=self.bootstrap,
-            toxiproxy_api=self.toxiproxy.url,
-            kafka_version=self.dist.version,
-            metadata_version=features.get("metadata.version", "unknown"),
-            transaction_version=features["transaction.version"],
-            broker_ids=self.spec.node_ids,
-            controller_ids=self.spec.voter_ids,
-            base_port=self.plan.toxiproxy_api,
-            kafka_libs=str(self.dist.libs),
-            replication_factor=self.spec.replication_factor,
-            ready_seconds=round(time.monotonic() - self._t0, 2),
-            features=features,
-            instance_lanes=self.spec.instance_lanes,
-        )
-        (self.run_dir / CLUSTER_FILE).write_text(json.dumps(asdict(self.info), indent=2) + "\n")
+
+    def _await_ready(self, timeout: float) -> ClusterInfo:
+        info = super()._await_ready(timeout)
         (self.run_dir / "containers.json").write_text(
             json.dumps(
                 {
@@ -226,27 +167,7 @@ class ContainerCluster(ProcessCluster):
             )
             + "\n"
         )
-        self._say(
-            f"ready: Kafka {self.dist.version} in containers, metadata.version "
-            f"{self.info.metadata_version}, transaction.version {self.info.transaction_version}"
-        )
-        return self.info
-
-    def _probe_internal_topics(self, deadline: float) -> None:
-        """admin.probe_internal_topics, once more if librdkafka dropped its bootstrap connection
-        under the request (_DESTROY_BROKER: seen when it swaps bootstrap handles for the brokers
-        that metadata names, right after the brokers registered)."""
-        for attempt in (1, 2):
-            try:
-                admin.probe_internal_topics(
-                    self.bootstrap,
-                    self.spec.replication_factor,
-                    max(10.0, deadline - time.monotonic()),
-                )
-                return
-            except KafkaException as exc:
-                if exc.args[0].code() != KafkaError._DESTROY_BROKER or attempt == 2:
-                    raise
+        return info
 
     def _require_image(self) -> None:
         """The image is present, or pullable; otherwise say how to get one."""
@@ -313,18 +234,9 @@ class ContainerCluster(ProcessCluster):
             "with `eoschaos cleanup` or pass --subnet"
         )
 
-    def _create_proxies(self) -> None:
-        """Client proxies on 127.0.0.1; peer proxies on the gateway; all to published ports."""
-        assert self.plan is not None
-        client_links = self.client_links()
-        for node_id, ports in self.plan.nodes.items():
-            for link in self.proxied_links(node_id):
-                host = "127.0.0.1" if link in client_links else self.gateway
-                self.toxiproxy.create_proxy(
-                    self.proxy_name(node_id, link),
-                    listen=f"{host}:{ports.proxy[link]}",
-                    upstream=f"127.0.0.1:{ports.real[listener_of(link)]}",
-                )
+    def _peer_proxy_host(self) -> str:
+        """The gateway: the host's side of the bridge, the only host address nodes reach."""
+        return self.gateway
 
     def _write_node_config(self, node_id: int) -> None:
         assert self.plan is not None
@@ -434,7 +346,7 @@ class ContainerCluster(ProcessCluster):
         assert self.plan is not None and self.image is not None
         node_dir = self.node_dir(node_id)
         command = [
-            *_BROKER_JVM,
+            *BROKER_JVM,
             *self.dist.logging_args(node_dir / "logs"),
             "-cp",
             f"{KAFKA_LIBS}/*",

@@ -21,6 +21,7 @@ from pathlib import Path
 from confluent_kafka import Producer
 
 from eoschaos.clusters import kafka_dist, toxiproxy
+from eoschaos.clusters.base import ClusterBase
 from eoschaos.clusters.broker_config import ClusterSpec
 from eoschaos.clusters.containers_backend import ContainerCluster
 from eoschaos.clusters.images import build_image
@@ -35,7 +36,7 @@ def _quiet(_message: str) -> None:
 def one_run(backend: str, dist: kafka_dist.KafkaDistribution, image: str, work: Path):
     spec = ClusterSpec(brokers=3)
     if backend == "containers":
-        cluster: ProcessCluster = ContainerCluster(work, spec, dist, image, progress=_quiet)
+        cluster: ClusterBase = ContainerCluster(work, spec, dist, image, progress=_quiet)
     else:
         cluster = ProcessCluster(work, spec, dist, toxiproxy.server_binary(), progress=_quiet)
     started = time.monotonic()

@@ -13,9 +13,9 @@ import pytest
 
 from eoschaos.clusters import kafka_dist, processes
 from eoschaos.clusters.admin import coordinator_partition, java_string_hash
+from eoschaos.clusters.base import new_cluster_id
 from eoschaos.clusters.broker_config import ClusterSpec, broker_properties
 from eoschaos.clusters.ports import layout, plan_ports
-from eoschaos.clusters.process_backend import new_cluster_id
 from eoschaos.contract.errors import EoschaosError
 
 

@@ -229,7 +229,8 @@ def _say(message: str) -> None:
 
 
 def cmd_cluster(args: argparse.Namespace) -> int:
-    from eoschaos.clusters.process_backend import ProcessCluster, is_run_dir, stop_run_dir
+    from eoschaos.clusters.process_backend import ProcessCluster
+    from eoschaos.clusters.registry import is_run_dir, stop_run_dir
 
     if args.cluster_command == "up":
         cluster = _start_cluster(args, "cluster")
@@ -249,7 +250,7 @@ def cmd_cluster(args: argparse.Namespace) -> int:
 
 
 def cmd_cleanup(args: argparse.Namespace) -> int:
-    from eoschaos.clusters.process_backend import is_run_dir, registered_run_dirs, stop_run_dir
+    from eoschaos.clusters.registry import is_run_dir, registered_run_dirs, stop_run_dir
 
     if args.run_dir is not None:
         if not is_run_dir(args.run_dir):

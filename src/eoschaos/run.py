@@ -27,6 +27,7 @@ from eoschaos.chaos.schedule import (
     write_schedule,
 )
 from eoschaos.clusters import kafka_dist, toxiproxy
+from eoschaos.clusters.base import Cluster
 from eoschaos.clusters.broker_config import ClusterSpec
 from eoschaos.clusters.process_backend import ProcessCluster
 from eoschaos.contract.capabilities import Capabilities
@@ -208,7 +209,7 @@ def record_run(
     config: RunConfig,
     run_dir: Path,
     *,
-    cluster: ProcessCluster | None = None,
+    cluster: Cluster | None = None,
     progress: Callable[[str], None] = progress_to_stderr,
 ) -> None:
     """Run the workload under its fault schedule and leave a complete history in run_dir.
@@ -276,7 +277,7 @@ def record_run(
 def _drive(
     config: RunConfig,
     run_dir: Path,
-    cluster: ProcessCluster,
+    cluster: Cluster,
     schedule: list[FaultEvent],
     progress: Callable[[str], None],
 ) -> None:
@@ -345,7 +346,7 @@ def _drive(
         raise EoschaosError(f"the nemesis failed: {failures[0]}")
 
 
-def check_lanes(schedule: list[FaultEvent], cluster: ProcessCluster) -> None:
+def check_lanes(schedule: list[FaultEvent], cluster: Cluster) -> None:
     """isolate-instance cuts the instance's own lane; a shared cluster may have too few."""
     lanes = cluster.spec.instance_lanes
     for event in schedule:
@@ -358,7 +359,7 @@ def check_lanes(schedule: list[FaultEvent], cluster: ProcessCluster) -> None:
             )
 
 
-def _make_whole(cluster: ProcessCluster, progress: Callable[[str], None]) -> None:
+def _make_whole(cluster: Cluster, progress: Callable[[str], None]) -> None:
     """All faults healed: every proxy clean, every broker running, no under-replication."""
     cluster.heal_network()
     for node_id in cluster.spec.node_ids:

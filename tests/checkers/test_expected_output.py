@@ -10,8 +10,7 @@ import pytest
 
 from eoschaos.checkers.synthetic import RunShape, write_synthetic
 from eoschaos.checkers.verdict import OUTPUT_IS_COPIES, check_run
-from eoschaos.contract.history import HistoryWriter
-from eoschaos.contract.history import END_EXPECTED
+from eoschaos.contract.history import END_EXPECTED, HistoryWriter
 
 CHECK = "aggregate.expected-output"
 COUNTS = {"partition-0": '{"count":256}', "partition-1": '{"count":256}'}

@@ -1,0 +1,54 @@
+"""Run directories whose host processes (brokers, Toxiproxy) were started and not yet stopped:
+the registry `eoschaos cleanup` reads after a crash, and how such a run dir is stopped."""
+
+from __future__ import annotations
+
+import hashlib
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from eoschaos.clusters import processes
+from eoschaos.clusters.kafka_dist import cache_root
+from eoschaos.contract.rundir import CLUSTER_FILE
+
+
+def is_run_dir(path: Path) -> bool:
+    return (path / CLUSTER_FILE).is_file() or (path / "pids").is_dir()
+
+
+def _active_registry() -> Path:
+    return cache_root() / "active-runs"
+
+
+def _registry_entry(run_dir: Path) -> Path:
+    digest = hashlib.sha1(str(run_dir.resolve()).encode()).hexdigest()[:16]
+    return _active_registry() / digest
+
+
+def register_run_dir(run_dir: Path) -> None:
+    _active_registry().mkdir(parents=True, exist_ok=True)
+    _registry_entry(run_dir).write_text(str(run_dir))
+
+
+def registered_run_dirs() -> list[Path]:
+    """Run dirs whose processes were started and not yet stopped (a crash leaves them here)."""
+    if not _active_registry().is_dir():
+        return []
+    return [Path(p.read_text().strip()) for p in sorted(_active_registry().iterdir())]
+
+
+def stop_run_dir(run_dir: Path, timeout: float = 5.0) -> list[str]:
+    """Stop every process recorded in `run_dir`, brokers before Toxiproxy; return their names."""
+    pid_dir = run_dir / "pids"
+    procs = processes.read_pid_files(pid_dir)
+    nodes = [p for p in procs if p.name != "toxiproxy"]
+    rest = [p for p in procs if p.name == "toxiproxy"]
+    stopped = []
+    for group in (nodes, rest):
+        with ThreadPoolExecutor(max_workers=max(1, len(group))) as pool:
+            list(pool.map(lambda p: processes.terminate(p, timeout), group))
+        for proc in group:
+            processes.remove_pid_file(pid_dir, proc.name)
+            stopped.append(proc.name)
+    _registry_entry(run_dir).unlink(missing_ok=True)
+    return stopped
