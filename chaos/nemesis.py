@@ -22,37 +22,14 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
 
 from eoschaos.chaos.catalogue import CATALOGUE, fixed_number, leader_of
+from eoschaos.chaos.faults import HEAL_TIMEOUT_S, UNITS, FaultContext, Workload
 from eoschaos.chaos.schedule import FaultEvent
-from eoschaos.clusters.admin import wait_answers_for_itself
 from eoschaos.clusters.base import Cluster
-from eoschaos.clusters.ports import Link, lane_link
-from eoschaos.contract.history import NEMESIS, HistoryWriter, await_instance_event
+from eoschaos.contract.history import NEMESIS, HistoryWriter
 
-HEAL_TIMEOUT_S = 120.0
-# How long an aimed fault follows its instance for a produced batch before it gives up and
-# strikes anyway (recorded as mid_transaction false). Long enough to outlast a replacement's
-# start and first rebalance: a moment missed there is re-aimed at the next incarnation.
-ZOMBIE_TRIGGER_WAIT_S = 20.0
 TOPIC_ALIASES = ("input", "output")
-
-
-class Workload(Protocol):
-    """What the nemesis needs from a workload to hurt its instances and aim at its topics."""
-
-    input_topic: str
-    output_topic: str
-    group: str
-    instance_count: int
-
-    def kill_instance(self, instance: int) -> None: ...
-    def pause_instance(self, instance: int) -> None: ...
-    def resume_instance(self, instance: int) -> None: ...
-    def start_twin(self, instance: int) -> str: ...
-    def stop_twin(self, twin: str) -> None: ...
-    def transactional_id(self, instance: int) -> str | None: ...
 
 
 def _first_start(timeline: list[tuple[float, int, int]]) -> float | None:
@@ -75,14 +52,13 @@ class Nemesis:
         self.workload = workload
         self.progress = progress
         self.wait_for_recovery = wait_for_recovery
-        self.run_dir = run_dir
+        self._faults = FaultContext(cluster, workload, run_dir, progress)
         self.history = HistoryWriter(run_dir, NEMESIS)
         self._rng = random.Random(seed)  # only for targets a schedule left random
         self._active: dict[int, tuple[FaultEvent, Callable[[], None]]] = {}
         self._started = 0
         self._lock = threading.Lock()
         self._closing = threading.Event()
-        self._recovering = False  # a broker came back; its replicas may still be catching up
         self._next_start_due: float | None = None  # monotonic; None: no start pending
 
     def run(self, schedule: list[FaultEvent], t0: float, stop: threading.Event) -> None:
@@ -202,7 +178,7 @@ class Nemesis:
             return self._started
 
     def _settle_before_broker_fault(self) -> None:
-        if not (self.wait_for_recovery and self._recovering):
+        if not (self.wait_for_recovery and self._faults.recovering):
             return
         with self._lock:
             busy = any(CATALOGUE[e.fault].scope != "instance" for e, _ in self._active.values())
@@ -210,7 +186,7 @@ class Nemesis:
             return  # another broker fault holds: "healthy" cannot happen until it heals
         self.progress("waiting for under-replicated partitions to clear before the next fault")
         self.cluster.wait_healthy(timeout=HEAL_TIMEOUT_S)
-        self._recovering = False
+        self._faults.recovering = False
 
     def heal(self, *, active: int) -> None:
         """Heal the active fault numbered `active` (no-op if already healed)."""
@@ -260,194 +236,4 @@ class Nemesis:
     # ----------------------------------------------------------------- faults
 
     def _start(self, event: FaultEvent) -> Callable[[], None]:
-        starters: dict[str, Callable[[dict[str, Any]], Callable[[], None]]] = {
-            "kill": self._kill,
-            "bounce": self._bounce,
-            "rolling-restart": self._rolling_restart,
-            "pause": self._pause,
-            "partition": self._partition_from_clients,
-            "isolate-peers": self._isolate_from_peers,
-            "split": self._split,
-            "latency": self._ack_delay,
-            "bandwidth": self._bandwidth,
-            "reset": self._reset,
-            "slicer": self._slicer,
-            "crash": self._crash,
-            "zombie": self._zombie,
-            "twin": self._twin,
-            "isolate-instance": self._isolate_instance,
-        }
-        return starters[event.fault](event.params)
-
-    def _restarted(self, node_id: int) -> None:
-        self.cluster.start_node(node_id)
-        wait_answers_for_itself(self.cluster.client_address(node_id), node_id, HEAL_TIMEOUT_S)
-        self._recovering = True
-
-    def _kill(self, params: dict[str, Any]) -> Callable[[], None]:
-        node_id = params["broker"]
-        self.cluster.kill_node(node_id)
-        return lambda: self._restarted(node_id)
-
-    def _bounce(self, params: dict[str, Any]) -> Callable[[], None]:
-        """Controlled shutdown: leadership moves away before the broker exits."""
-        node_id = params["broker"]
-        if not self.cluster.stop_node(node_id, timeout=HEAL_TIMEOUT_S):
-            raise RuntimeError(f"broker {node_id} ignored SIGTERM for {HEAL_TIMEOUT_S:.0f}s")
-        return lambda: self._restarted(node_id)
-
-    def _rolling_restart(self, _params: dict[str, Any]) -> Callable[[], None]:
-        """An operator's rolling restart: each broker stopped cleanly and started again, the
-        next one only once the cluster is healthy. All of it happens when the fault starts."""
-        for node_id in self.cluster.spec.node_ids:
-            self.progress(f"rolling restart: broker {node_id}")
-            self.cluster.stop_node(node_id, timeout=HEAL_TIMEOUT_S)
-            self._restarted(node_id)
-            self.cluster.wait_healthy(timeout=HEAL_TIMEOUT_S)
-        self._recovering = False
-        return lambda: None
-
-    def _pause(self, params: dict[str, Any]) -> Callable[[], None]:
-        node_id = params["broker"]
-        self.cluster.pause_node(node_id)
-
-        def heal() -> None:
-            self.cluster.resume_node(node_id)
-            self._recovering = True
-
-        return heal
-
-    def _cut(self, links: list[tuple[int, Link]], mode: str) -> Callable[[], None]:
-        """Cut each (node, link). silent: a timeout toxic with timeout 0 in both directions
-        (connections stay open, every byte is dropped); fail-fast: the proxy is disabled (its
-        listener closes and its connections are dropped at once).
-
-        Healing a silent cut also drops the connections it held: the bytes it swallowed are
-        gone for good (unlike packets TCP would resend after a real partition), so those
-        streams are broken and would otherwise hang until a request timeout (30 s)."""
-        toxics: list[tuple[int, Link, str]] = []
-        for node_id, link in links:
-            if mode == "fail-fast":
-                self.cluster.set_link_enabled(node_id, link, False)
-                continue
-            for stream in ("upstream", "downstream"):
-                name = self.cluster.add_toxic(
-                    node_id, link, "timeout", stream=stream, attributes={"timeout": 0}
-                )
-                toxics.append((node_id, link, name))
-
-        def heal() -> None:
-            for node_id, link, name in toxics:
-                self.cluster.remove_toxic(node_id, link, name)
-            for node_id, link in links:
-                if toxics:
-                    self.cluster.set_link_enabled(node_id, link, False)
-                self.cluster.set_link_enabled(node_id, link, True)
-            self._recovering = True
-
-        return heal
-
-    def _client_links(self, node_id: int) -> list[tuple[int, Link]]:
-        return [(node_id, link) for link in self.cluster.client_links()]
-
-    def _partition_from_clients(self, params: dict[str, Any]) -> Callable[[], None]:
-        return self._cut(self._client_links(params["broker"]), params.get("mode", "silent"))
-
-    def _isolate_from_peers(self, params: dict[str, Any]) -> Callable[[], None]:
-        """Both ways on the controller links (the node's Raft traffic and broker heartbeats
-        stop, so the majority fences it); inbound on the inter-broker link (peers cannot fetch
-        from it, while its own fetches from them still flow: every node is reached at one
-        inter-broker address, so that direction cannot be told apart)."""
-        links = self.cluster.peer_links(params["broker"])
-        return self._cut(links, params.get("mode", "silent"))
-
-    def _split(self, params: dict[str, Any]) -> Callable[[], None]:
-        """The target is the minority side: as if its host left the network, away from the
-        majority and from the clients (which run on the majority's side)."""
-        node_id = params["broker"]
-        links = self._client_links(node_id) + self.cluster.peer_links(node_id)
-        return self._cut(links, params.get("mode", "silent"))
-
-    def _isolate_instance(self, params: dict[str, Any]) -> Callable[[], None]:
-        """The instance's host leaves the network: its lane is cut on every broker, while the
-        other instances and eoschaos's own clients still reach the whole cluster.
-
-        Aimed like a zombie: at a produced, uncommitted batch. The instance is frozen for the
-        few milliseconds the cut takes to install, so its send-offsets and commit cannot slip
-        through first; it then sits cut off mid-transaction past its session. Cut between
-        batches, it would only lose its partitions and have nothing left to be fenced."""
-        instance = params["instance"]
-        lane = lane_link(instance)
-        if lane not in self.cluster.client_links():
-            raise LookupError(f"instance {instance} has no lane of its own on this cluster")
-        links = [(node_id, lane) for node_id in self.cluster.spec.node_ids]
-        self._freeze_mid_transaction(instance, params)
-        try:
-            return self._cut(links, params.get("mode", "silent"))
-        finally:
-            self.workload.resume_instance(instance)
-
-    def _toxic(self, node_id: int, toxic: str, attributes: dict[str, Any]) -> Callable[[], None]:
-        """A toxic on broker → client only (every client link): requests arrive intact,
-        answers are hurt."""
-        names = [
-            (link, self.cluster.add_toxic(node_id, link, toxic, attributes=attributes))
-            for link in self.cluster.client_links()
-        ]
-
-        def heal() -> None:
-            for link, name in names:
-                self.cluster.remove_toxic(node_id, link, name)
-
-        return heal
-
-    def _ack_delay(self, params: dict[str, Any]) -> Callable[[], None]:
-        attributes = {"latency": params["latency_ms"], "jitter": params.get("jitter_ms", 0)}
-        return self._toxic(params["broker"], "latency", attributes)
-
-    def _bandwidth(self, params: dict[str, Any]) -> Callable[[], None]:
-        return self._toxic(params["broker"], "bandwidth", {"rate": params["rate"]})
-
-    def _reset(self, params: dict[str, Any]) -> Callable[[], None]:
-        return self._toxic(params["broker"], "reset_peer", {"timeout": params["timeout_ms"]})
-
-    def _slicer(self, params: dict[str, Any]) -> Callable[[], None]:
-        attributes = {
-            "average_size": params["average_size"],
-            "size_variation": params["size_variation"],
-            "delay": params["delay_us"],  # Toxiproxy's name; microseconds
-        }
-        return self._toxic(params["broker"], "slicer", attributes)
-
-    def _crash(self, params: dict[str, Any]) -> Callable[[], None]:
-        self.workload.kill_instance(params["instance"])
-        return lambda: None  # the workload's supervisor starts the replacement
-
-    def _zombie(self, params: dict[str, Any]) -> Callable[[], None]:
-        """Freeze the instance in the middle of a transaction — records consumed, output
-        produced, nothing committed yet — the moment that makes a zombie dangerous. A pause
-        that lands between batches only costs the instance its partitions."""
-        instance = params["instance"]
-        self._freeze_mid_transaction(instance, params)
-        return lambda: self.workload.resume_instance(instance)
-
-    def _twin(self, params: dict[str, Any]) -> Callable[[], None]:
-        """A second process with the instance's transactional.id: its init_transactions must
-        fence the live one, whatever the live one still tries to commit."""
-        twin = self.workload.start_twin(params["instance"])
-        params["twin"] = twin
-        return lambda: self.workload.stop_twin(twin)
-
-    def _freeze_mid_transaction(self, instance: int, params: dict[str, Any]) -> None:
-        """SIGSTOP the instance right after it produced a batch (or after the wait runs out);
-        whether it was caught mid-transaction goes into the fault's params, the recorded
-        effect that tests and reviewers rest on."""
-        params["mid_transaction"] = await_instance_event(
-            self.run_dir, instance, _produced_a_batch, ZOMBIE_TRIGGER_WAIT_S
-        )
-        self.workload.pause_instance(instance)
-
-
-def _produced_a_batch(event: dict[str, Any]) -> bool:
-    """The instance produced its transaction's records and has not committed yet."""
-    return (event["kind"], event["f"], event["type"]) == ("txn", "produce", "ok")
+        return UNITS[event.fault](self._faults, event.params)

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from eoschaos.chaos.catalogue import CATALOGUE, FAULTS, check_target, fixed_number, is_dynamic
+from eoschaos.chaos.faults import UNITS
 from eoschaos.chaos.schedule import (
     FIRST_FAULT_AT,
     INTENSITIES,
@@ -489,3 +490,7 @@ def test_a_transactional_workload_gets_coordinator_targets_for_ack_delays():
         for event in random_schedule(["latency"], 120, seed, [1, 2, 3], 3)
     }
     assert "coordinator" in targets
+
+
+def test_every_catalogue_fault_is_one_unit_and_every_unit_a_catalogue_fault():
+    assert set(UNITS) == set(CATALOGUE)

@@ -1,0 +1,277 @@
+"""The faults of the catalogue, one unit each: apply it now, return how to heal it.
+
+Grouped as broker faults (the node's process), network faults (Toxiproxy between the node and
+its clients or peers) and instance faults (the workload's processes). The nemesis resolves a
+fault's target and times its start and heal; a unit only does the harm and knows the cure.
+Adding a fault = one catalogue row (chaos/catalogue.py) + one unit registered in UNITS.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from eoschaos.clusters.admin import wait_answers_for_itself
+from eoschaos.clusters.base import Cluster
+from eoschaos.clusters.ports import Link, lane_link
+from eoschaos.contract.history import await_instance_event
+
+HEAL_TIMEOUT_S = 120.0
+# How long an aimed fault follows its instance for a produced batch before it gives up and
+# strikes anyway (recorded as mid_transaction false). Long enough to outlast a replacement's
+# start and first rebalance: a moment missed there is re-aimed at the next incarnation.
+ZOMBIE_TRIGGER_WAIT_S = 20.0
+
+Heal = Callable[[], None]
+
+
+class Workload(Protocol):
+    """What the nemesis needs from a workload to hurt its instances and aim at its topics."""
+
+    input_topic: str
+    output_topic: str
+    group: str
+    instance_count: int
+
+    def kill_instance(self, instance: int) -> None: ...
+    def pause_instance(self, instance: int) -> None: ...
+    def resume_instance(self, instance: int) -> None: ...
+    def start_twin(self, instance: int) -> str: ...
+    def stop_twin(self, twin: str) -> None: ...
+    def transactional_id(self, instance: int) -> str | None: ...
+
+
+@dataclass
+class FaultContext:
+    """What the units act on, and what they tell the nemesis back."""
+
+    cluster: Cluster
+    workload: Workload
+    run_dir: Path
+    progress: Callable[[str], None]
+    recovering: bool = False  # a broker came back; its replicas may still be catching up
+
+
+# ----------------------------------------------------------------- broker faults
+
+
+def _restarted(ctx: FaultContext, node_id: int) -> None:
+    ctx.cluster.start_node(node_id)
+    wait_answers_for_itself(ctx.cluster.client_address(node_id), node_id, HEAL_TIMEOUT_S)
+    ctx.recovering = True
+
+
+def kill(ctx: FaultContext, params: dict[str, Any]) -> Heal:
+    node_id = params["broker"]
+    ctx.cluster.kill_node(node_id)
+    return lambda: _restarted(ctx, node_id)
+
+
+def bounce(ctx: FaultContext, params: dict[str, Any]) -> Heal:
+    """Controlled shutdown: leadership moves away before the broker exits."""
+    node_id = params["broker"]
+    if not ctx.cluster.stop_node(node_id, timeout=HEAL_TIMEOUT_S):
+        raise RuntimeError(f"broker {node_id} ignored SIGTERM for {HEAL_TIMEOUT_S:.0f}s")
+    return lambda: _restarted(ctx, node_id)
+
+
+def rolling_restart(ctx: FaultContext, _params: dict[str, Any]) -> Heal:
+    """An operator's rolling restart: each broker stopped cleanly and started again, the
+    next one only once the cluster is healthy. All of it happens when the fault starts."""
+    for node_id in ctx.cluster.spec.node_ids:
+        ctx.progress(f"rolling restart: broker {node_id}")
+        ctx.cluster.stop_node(node_id, timeout=HEAL_TIMEOUT_S)
+        _restarted(ctx, node_id)
+        ctx.cluster.wait_healthy(timeout=HEAL_TIMEOUT_S)
+    ctx.recovering = False
+    return lambda: None
+
+
+def pause(ctx: FaultContext, params: dict[str, Any]) -> Heal:
+    node_id = params["broker"]
+    ctx.cluster.pause_node(node_id)
+
+    def heal() -> None:
+        ctx.cluster.resume_node(node_id)
+        ctx.recovering = True
+
+    return heal
+
+
+# ----------------------------------------------------------------- network faults
+
+
+def _cut(ctx: FaultContext, links: list[tuple[int, Link]], mode: str) -> Heal:
+    """Cut each (node, link). silent: a timeout toxic with timeout 0 in both directions
+    (connections stay open, every byte is dropped); fail-fast: the proxy is disabled (its
+    listener closes and its connections are dropped at once).
+
+    Healing a silent cut also drops the connections it held: the bytes it swallowed are
+    gone for good (unlike packets TCP would resend after a real partition), so those
+    streams are broken and would otherwise hang until a request timeout (30 s)."""
+    toxics: list[tuple[int, Link, str]] = []
+    for node_id, link in links:
+        if mode == "fail-fast":
+            ctx.cluster.set_link_enabled(node_id, link, False)
+            continue
+        for stream in ("upstream", "downstream"):
+            name = ctx.cluster.add_toxic(
+                node_id, link, "timeout", stream=stream, attributes={"timeout": 0}
+            )
+            toxics.append((node_id, link, name))
+
+    def heal() -> None:
+        for node_id, link, name in toxics:
+            ctx.cluster.remove_toxic(node_id, link, name)
+        for node_id, link in links:
+            if toxics:
+                ctx.cluster.set_link_enabled(node_id, link, False)
+            ctx.cluster.set_link_enabled(node_id, link, True)
+        ctx.recovering = True
+
+    return heal
+
+
+def _client_links(ctx: FaultContext, node_id: int) -> list[tuple[int, Link]]:
+    return [(node_id, link) for link in ctx.cluster.client_links()]
+
+
+def partition_from_clients(ctx: FaultContext, params: dict[str, Any]) -> Heal:
+    return _cut(ctx, _client_links(ctx, params["broker"]), params.get("mode", "silent"))
+
+
+def isolate_from_peers(ctx: FaultContext, params: dict[str, Any]) -> Heal:
+    """Both ways on the controller links (the node's Raft traffic and broker heartbeats
+    stop, so the majority fences it); inbound on the inter-broker link (peers cannot fetch
+    from it, while its own fetches from them still flow: every node is reached at one
+    inter-broker address, so that direction cannot be told apart)."""
+    links = ctx.cluster.peer_links(params["broker"])
+    return _cut(ctx, links, params.get("mode", "silent"))
+
+
+def split(ctx: FaultContext, params: dict[str, Any]) -> Heal:
+    """The target is the minority side: as if its host left the network, away from the
+    majority and from the clients (which run on the majority's side)."""
+    node_id = params["broker"]
+    links = _client_links(ctx, node_id) + ctx.cluster.peer_links(node_id)
+    return _cut(ctx, links, params.get("mode", "silent"))
+
+
+def isolate_instance(ctx: FaultContext, params: dict[str, Any]) -> Heal:
+    """The instance's host leaves the network: its lane is cut on every broker, while the
+    other instances and eoschaos's own clients still reach the whole cluster.
+
+    Aimed like a zombie: at a produced, uncommitted batch. The instance is frozen for the
+    few milliseconds the cut takes to install, so its send-offsets and commit cannot slip
+    through first; it then sits cut off mid-transaction past its session. Cut between
+    batches, it would only lose its partitions and have nothing left to be fenced."""
+    instance = params["instance"]
+    lane = lane_link(instance)
+    if lane not in ctx.cluster.client_links():
+        raise LookupError(f"instance {instance} has no lane of its own on this cluster")
+    links = [(node_id, lane) for node_id in ctx.cluster.spec.node_ids]
+    _freeze_mid_transaction(ctx, instance, params)
+    try:
+        return _cut(ctx, links, params.get("mode", "silent"))
+    finally:
+        ctx.workload.resume_instance(instance)
+
+
+def _toxic_on_clients(
+    ctx: FaultContext, node_id: int, toxic: str, attributes: dict[str, Any]
+) -> Heal:
+    """A toxic on broker → client only (every client link): requests arrive intact,
+    answers are hurt."""
+    names = [
+        (link, ctx.cluster.add_toxic(node_id, link, toxic, attributes=attributes))
+        for link in ctx.cluster.client_links()
+    ]
+
+    def heal() -> None:
+        for link, name in names:
+            ctx.cluster.remove_toxic(node_id, link, name)
+
+    return heal
+
+
+def ack_delay(ctx: FaultContext, params: dict[str, Any]) -> Heal:
+    attributes = {"latency": params["latency_ms"], "jitter": params.get("jitter_ms", 0)}
+    return _toxic_on_clients(ctx, params["broker"], "latency", attributes)
+
+
+def bandwidth(ctx: FaultContext, params: dict[str, Any]) -> Heal:
+    return _toxic_on_clients(ctx, params["broker"], "bandwidth", {"rate": params["rate"]})
+
+
+def reset(ctx: FaultContext, params: dict[str, Any]) -> Heal:
+    return _toxic_on_clients(ctx, params["broker"], "reset_peer", {"timeout": params["timeout_ms"]})
+
+
+def slicer(ctx: FaultContext, params: dict[str, Any]) -> Heal:
+    attributes = {
+        "average_size": params["average_size"],
+        "size_variation": params["size_variation"],
+        "delay": params["delay_us"],  # Toxiproxy's name; microseconds
+    }
+    return _toxic_on_clients(ctx, params["broker"], "slicer", attributes)
+
+
+# ----------------------------------------------------------------- instance faults
+
+
+def crash(ctx: FaultContext, params: dict[str, Any]) -> Heal:
+    ctx.workload.kill_instance(params["instance"])
+    return lambda: None  # the workload's supervisor starts the replacement
+
+
+def zombie(ctx: FaultContext, params: dict[str, Any]) -> Heal:
+    """Freeze the instance in the middle of a transaction — records consumed, output
+    produced, nothing committed yet — the moment that makes a zombie dangerous. A pause
+    that lands between batches only costs the instance its partitions."""
+    instance = params["instance"]
+    _freeze_mid_transaction(ctx, instance, params)
+    return lambda: ctx.workload.resume_instance(instance)
+
+
+def twin(ctx: FaultContext, params: dict[str, Any]) -> Heal:
+    """A second process with the instance's transactional.id: its init_transactions must
+    fence the live one, whatever the live one still tries to commit."""
+    twin = ctx.workload.start_twin(params["instance"])
+    params["twin"] = twin
+    return lambda: ctx.workload.stop_twin(twin)
+
+
+def _freeze_mid_transaction(ctx: FaultContext, instance: int, params: dict[str, Any]) -> None:
+    """SIGSTOP the instance right after it produced a batch (or after the wait runs out);
+    whether it was caught mid-transaction goes into the fault's params, the recorded
+    effect that tests and reviewers rest on."""
+    params["mid_transaction"] = await_instance_event(
+        ctx.run_dir, instance, _produced_a_batch, ZOMBIE_TRIGGER_WAIT_S
+    )
+    ctx.workload.pause_instance(instance)
+
+
+def _produced_a_batch(event: dict[str, Any]) -> bool:
+    """The instance produced its transaction's records and has not committed yet."""
+    return (event["kind"], event["f"], event["type"]) == ("txn", "produce", "ok")
+
+
+UNITS: dict[str, Callable[[FaultContext, dict[str, Any]], Heal]] = {
+    "kill": kill,
+    "bounce": bounce,
+    "rolling-restart": rolling_restart,
+    "pause": pause,
+    "partition": partition_from_clients,
+    "isolate-peers": isolate_from_peers,
+    "split": split,
+    "latency": ack_delay,
+    "bandwidth": bandwidth,
+    "reset": reset,
+    "slicer": slicer,
+    "crash": crash,
+    "zombie": zombie,
+    "twin": twin,
+    "isolate-instance": isolate_instance,
+}
