@@ -310,6 +310,7 @@ def test_eos_pipeline_passes_under_broker_kill_and_zombie_in_containers(cluster,
     assert applied == {"kill", "zombie"}
 
 
+@pytest.mark.chaos  # nightly: CI has the eos run in containers and alos on the process backend
 def test_alos_pipeline_fails_with_duplicates_under_kill_and_crash_in_containers(cluster, tmp_path):
     verdict = _verdict(cluster, tmp_path, "kill,crash", mode="alos", duration=30, records=12000)
     duplicate = verdict["checks"]["delivery.duplicate"]

@@ -182,9 +182,12 @@ SCENARIOS += [
         nightly=True,
     ),
     Scenario(
+        # Nightly: the slowest CI scenario (186 s). CI keeps Spark's exactly-once across driver
+        # kills in tests/test_spark_job.py, on the same job and sink.
         "spark-eos-kill-crash",
         {"workload": "spark", "faults": "kill,crash", "duration": 30, "records": 4000},
         must_pass=without_group_offsets(BLACK_BOX),
+        nightly=True,
     ),
     Scenario(
         "spark-alos-crash",
