@@ -123,5 +123,6 @@ def pytest_terminal_summary(terminalreporter) -> None:
         return
     terminalreporter.section(f"{len(reruns)} rerun(s): each is a flake whose cause must be found")
     for report in reruns:
-        cause = str(report.longrepr).strip().splitlines()[-1:] or ["?"]
-        terminalreporter.line(f"RERUN {report.nodeid}: {cause[0][:300]}")
+        crash = getattr(report.longrepr, "reprcrash", None)
+        cause = crash.message if crash is not None else str(report.longrepr)
+        terminalreporter.line(f"RERUN {report.nodeid}: {' '.join(cause.split())[:400]}")
