@@ -112,6 +112,13 @@ def test_following_an_instance_moves_on_to_its_replacement(tmp_path):
 
 def test_following_an_instance_does_not_mistake_another_for_it(tmp_path):
     HistoryWriter(tmp_path, instance_name(0, 0)).close()
+    HistoryWriter(tmp_path, instance_name(1, 0)).close()
     writer = _record_later(tmp_path, 0, 0.3)
     assert not await_instance_event(tmp_path, 1, _produced, timeout=1)
     writer.join()
+
+
+def test_an_instance_that_writes_no_history_is_not_waited_for(tmp_path):
+    started = time.monotonic()
+    assert not await_instance_event(tmp_path, 0, _produced, timeout=30)
+    assert time.monotonic() - started < 1

@@ -204,6 +204,9 @@ def await_instance_event(
 ) -> bool:
     """Follow a workload instance's live history until it records an event that `matches`
     (True) or the timeout passes (False). Only writers with `flush_each` can be followed
-    this closely (kip447 processors are)."""
+    this closely (kip447 processors are). An instance that has written no history at all
+    is a black box (Streams, Spark, a user's pipeline): False at once, nothing to wait for."""
+    if not instance_history_files(run_dir, instance):
+        return False
     deadline = time.monotonic() + timeout
     return any(matches(event) for event in _live_events(run_dir, instance, deadline))
