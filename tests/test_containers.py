@@ -284,15 +284,18 @@ def test_cluster_comes_back_after_every_node_was_killed_at_once(cluster):
 
 def _verdict(cluster: ContainerCluster, run_dir: Path, faults: str, **options) -> dict:
     """One kip447 run on the containers cluster (seed 1 unless given), judged like any other."""
-    from eoschaos.chaos.schedule import parse_faults
-    from eoschaos.run import RunConfig, judge_run, record_run
+    from eoschaos.config import RunConfig
+    from eoschaos.run import judge_run, record_run
 
     suffix = uuid.uuid4().hex[:8]
-    config = RunConfig(faults=parse_faults(faults), **{"seed": 1, **options})
-    config.input_topic, config.output_topic = f"in-{suffix}", f"out-{suffix}"
-    config.group = f"group-{suffix}"
-    config.kafka_version = cluster.dist.version
-    config.validate()
+    config = RunConfig.from_options(
+        faults=faults,
+        input_topic=f"in-{suffix}",
+        output_topic=f"out-{suffix}",
+        group=f"group-{suffix}",
+        kafka_version=cluster.dist.version,
+        **{"seed": 1, **options},
+    )
     record_run(config, run_dir, cluster=cluster, progress=_quiet)
     return judge_run(run_dir, progress=_quiet)
 

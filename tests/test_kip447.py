@@ -22,7 +22,8 @@ from eoschaos.clusters.process_backend import ProcessCluster
 from eoschaos.contract.history import FIELDS, KINDS, SCHEMA_DDL, TYPES
 from eoschaos.contract.rundir import HISTORY_DIR
 from eoschaos.workloads.harness.final import final_scan, record_end_state
-from eoschaos.workloads.kip447.workload import Kip447Config, Kip447Workload
+from eoschaos.workloads.harness.pipeline import PipelineConfig
+from eoschaos.workloads.kip447.workload import Kip447Workload, ProcessorSettings
 from eoschaos.workloads.smoke import produce_transaction, transactional_producer
 
 pytestmark = [
@@ -33,14 +34,15 @@ pytestmark = [
 ]
 
 RECORDS = 3000
-SMALL_RUN = Kip447Config(records=RECORDS, seed_seconds=6.0, abort_fraction=0.3)
+SMALL_RUN = PipelineConfig(records=RECORDS, seed_seconds=6.0)
+MANY_ABORTS = ProcessorSettings(abort_fraction=0.3)
 
 
 @dataclass
 class Run:
     """A finished workload run: its config and every history event, by writer."""
 
-    config: Kip447Config
+    config: PipelineConfig
     run_dir: Path
     events: dict[str, list[dict[str, Any]]]
 
@@ -69,7 +71,7 @@ def read_history(run_dir: Path) -> dict[str, list[dict[str, Any]]]:
     }
 
 
-def unique_config(base: Kip447Config, **changes: Any) -> Kip447Config:
+def unique_config(base: PipelineConfig, **changes: Any) -> PipelineConfig:
     suffix = uuid.uuid4().hex[:8]
     return replace(
         base,
@@ -82,12 +84,14 @@ def unique_config(base: Kip447Config, **changes: Any) -> Kip447Config:
 
 def run_workload(
     cluster: ProcessCluster,
-    config: Kip447Config,
+    config: PipelineConfig,
     run_dir: Path,
     during: Callable[[Kip447Workload], None] = lambda _workload: None,
 ) -> Run:
     """setup → start → `during` → seeded → caught up → stop → final scans; nothing survives."""
-    with Kip447Workload(config, cluster.bootstrap, run_dir, cluster.dist) as workload:
+    with Kip447Workload(
+        config, cluster.bootstrap, run_dir, cluster.dist, settings=MANY_ABORTS
+    ) as workload:
         workload.setup()
         workload.start()
         during(workload)

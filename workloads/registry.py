@@ -7,7 +7,7 @@ history and the checkers are the same for all of them.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 
 from eoschaos.clusters.kafka_dist import KafkaDistribution
@@ -16,7 +16,6 @@ from eoschaos.contract.errors import EoschaosError
 from eoschaos.workloads import byo, copier
 from eoschaos.workloads.harness.pipeline import PipelineConfig, PipelineWorkload
 from eoschaos.workloads.kip447.config import MODES as KIP447_MODES
-from eoschaos.workloads.kip447.config import Kip447Config
 from eoschaos.workloads.kip447.workload import Kip447Workload
 from eoschaos.workloads.spark import pipeline as spark
 from eoschaos.workloads.spark.connector import connector_jars
@@ -78,15 +77,9 @@ KINDS = {
 }
 
 
-@dataclass(frozen=True)
-class WorkloadOptions:
-    """What a run asks of its workload beyond the shared PipelineConfig."""
-
-    command: str | None = None  # byo
-
-
-def check_options(name: str, mode: str, options: WorkloadOptions) -> None:
+def check_options(config: PipelineConfig) -> None:
     """Bad input is refused before anything starts."""
+    name, mode, command = config.workload, config.mode, config.command
     if name not in KINDS:
         raise EoschaosError(f"unknown workload {name!r}; choose from {', '.join(KINDS)}")
     kind = KINDS[name]
@@ -94,12 +87,12 @@ def check_options(name: str, mode: str, options: WorkloadOptions) -> None:
         raise EoschaosError(
             f"unknown mode {mode!r} for {name}; choose from {', '.join(kind.modes)}"
         )
-    if name == "byo" and not (options.command or "").strip():
+    if name == "byo" and not (command or "").strip():
         raise EoschaosError(
             "--workload byo needs --command 'CMD' (the line that starts one instance; "
             "see docs/byo.md)"
         )
-    if name != "byo" and options.command:
+    if name != "byo" and command:
         raise EoschaosError(f"--command is for --workload byo, not {name}")
 
 
@@ -127,7 +120,6 @@ def instance_count(name: str, mode: str, partitions: int, asked: int | None) -> 
 
 def build_workload(
     config: PipelineConfig,
-    options: WorkloadOptions,
     bootstrap: str,
     run_dir: Path,
     dist: KafkaDistribution,
@@ -135,8 +127,7 @@ def build_workload(
     instance_bootstrap: Callable[[int], str] | None = None,
 ) -> PipelineWorkload:
     if config.workload == "kip447":
-        kip447 = Kip447Config(**{f.name: getattr(config, f.name) for f in fields(config)})
-        return Kip447Workload(kip447, bootstrap, run_dir, dist, progress, instance_bootstrap)
+        return Kip447Workload(config, bootstrap, run_dir, dist, progress, instance_bootstrap)
     if config.workload == "copier":
         pipeline = copier.CopierPipeline(dist, config.mode, config.partitions)
     elif config.workload == "streams":
@@ -145,7 +136,7 @@ def build_workload(
     elif config.workload == "spark":
         pipeline = spark.SparkPipeline(config.mode)
     elif config.workload == "byo":
-        pipeline = byo.CommandPipeline(options.command or "")
+        pipeline = byo.CommandPipeline(config.command or "")
     else:
         raise EoschaosError(f"unknown workload {config.workload!r}")
     return PipelineWorkload(

@@ -33,7 +33,7 @@ def _positive_int(text: str) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="eoschaos", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    sub = parser.add_subparsers(dest="subcommand", required=True, parser_class=_Parser)
 
     install = sub.add_parser("install", help="fetch Kafka jars and build Toxiproxy into the cache")
     install.add_argument(
@@ -60,39 +60,37 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="cluster + transactions + a broker kill, narrated")
     _add_cluster_args(demo)
 
-    run = sub.add_parser("run", help="run a workload under faults; write history, verdict, report")
+    run = sub.add_parser(
+        "run",
+        help="run a workload under faults; write history, verdict, report",
+        # unset options are left out, so RunConfig.from_options holds every default
+        argument_default=argparse.SUPPRESS,
+    )
     run.add_argument(
         "--workload",
-        default="kip447",
         help="kip447 (default), streams, spark, copier, or byo (your own, with --command)",
     )
     run.add_argument(
         "--mode",
-        default="eos",
         help="eos (correct) or a known-bad mode of the workload: kip447 alos, no-fencing, "
         "read-uncommitted; streams/spark alos; copier no-fencing",
     )
     run.add_argument(
         "--command",
-        dest="pipeline_command",
-        default=None,
         help="--workload byo: the shell command that starts one instance (docs/byo.md)",
     )
     run.add_argument(
         "--id-from",
-        default="key",
         help="where an output record names its source id: key (default), header:NAME, json:PATH",
     )
     run.add_argument(
         "--expect",
-        default="",
         help="--workload byo, an aggregating pipeline: MODULE:FUNCTION or FILE.py:FUNCTION "
         "mapping the committed input records to the expected final value per output key "
         "(docs/byo.md)",
     )
     run.add_argument(
         "--faults",
-        default="",
         help="comma-separated faults for a random schedule from --seed (docs/schedules.md): "
         "kill, bounce, rolling-restart, pause, partition, isolate-peers, split, latency, "
         "bandwidth, reset, slicer, crash, zombie, twin, isolate-instance (default: none)",
@@ -100,12 +98,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--schedule",
         type=Path,
-        default=None,
         help="explicit fault schedule, a JSON list of {at, fault, target, duration, params}",
     )
     run.add_argument(
         "--intensity",
-        default="normal",
         help="pause between random faults: low, normal (default) or high",
     )
     run.add_argument(
@@ -118,32 +114,29 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="seed the input with a non-idempotent, retrying producer (known-bad input)",
     )
-    run.add_argument("--duration", type=float, default=30.0, help="workload seconds (default 30)")
+    run.add_argument("--duration", type=float, help="workload seconds (default 30)")
     run.add_argument(
         "--start-timeout",
         type=float,
-        default=None,
         help="seconds the pipeline may take to show its first output (default 60; spark 180)",
     )
-    run.add_argument("--seed", type=int, default=0, help="seed of the schedule and the workload")
-    run.add_argument("--records", type=_positive_int, default=20000, help="input records")
+    run.add_argument("--seed", type=int, help="seed of the schedule and the workload")
+    run.add_argument("--records", type=_positive_int, help="input records")
     run.add_argument(
         "--instances",
         type=_positive_int,
-        default=None,
         help="pipeline instances (default: 3 for kip447/byo, 2 streams, 1 spark; copier: one "
         "per partition)",
     )
-    run.add_argument("--partitions", type=_positive_int, default=6, help="input partitions")
-    run.add_argument("--kafka-version", default=None, help="Kafka version (default 4.3.1)")
-    run.add_argument("--out", type=Path, default=None, help="run dir to create (new or empty)")
-    run.add_argument("--spark-master", default=None, help="Spark master (default local[*])")
+    run.add_argument("--partitions", type=_positive_int, help="input partitions")
+    run.add_argument("--kafka-version", help="Kafka version (default 4.3.1)")
+    run.add_argument("--out", type=Path, help="run dir to create (new or empty)")
+    run.add_argument("--spark-master", help="Spark master (default local[*])")
     run.add_argument(
         "--backend",
-        default="process",
         help="process (JVMs on loopback, default) or containers (podman/Docker)",
     )
-    run.add_argument("--image", default=None, help="Kafka image for --backend containers")
+    run.add_argument("--image", help="Kafka image for --backend containers")
 
     images = sub.add_parser("images", help="container images for --backend containers")
     images_sub = images.add_subparsers(dest="images_command", required=True, parser_class=_Parser)
@@ -296,44 +289,12 @@ def _finish(verdict: dict, run_dir: Path) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from eoschaos.chaos.schedule import INTENSITIES, load_schedule, parse_faults
-    from eoschaos.clusters import kafka_dist
-    from eoschaos.run import RunConfig, judge_run, record_run
+    from eoschaos.config import OPTIONS, RunConfig
+    from eoschaos.run import judge_run, record_run
 
-    version = args.kafka_version or kafka_dist.DEFAULT_KAFKA_VERSION
-    kafka_dist.parse_version(version)  # a bad version is bad input before anything starts
-    if args.schedule is not None and args.faults:
-        raise EoschaosError("give either --faults (a random schedule) or --schedule FILE, not both")
-    if args.intensity not in INTENSITIES:
-        raise EoschaosError(
-            f"unknown --intensity {args.intensity!r}; choose from {', '.join(INTENSITIES)}"
-        )
-    explicit = load_schedule(args.schedule) if args.schedule is not None else None
-    config = RunConfig(
-        workload=args.workload,
-        mode=args.mode,
-        faults=parse_faults(args.faults)
-        if explicit is None
-        else list(dict.fromkeys(event.fault for event in explicit)),
-        schedule_events=[event.to_json() for event in explicit] if explicit is not None else None,
-        intensity=args.intensity,
-        recovery_wait=not args.no_recovery_wait,
-        non_idempotent_seeder=args.non_idempotent_seeder,
-        duration=args.duration,
-        seed=args.seed,
-        records=args.records,
-        instances=args.instances,
-        partitions=args.partitions,
-        command=args.pipeline_command,
-        id_from=args.id_from,
-        expect=args.expect,
-        start_timeout=args.start_timeout,
-        kafka_version=version,
-        backend=args.backend,
-        image=args.image,
-    )
-    config.validate()
-    run_dir = new_run_dir(args.out, f"{config.workload}-{config.mode}")
+    given = {name: value for name, value in vars(args).items() if name in OPTIONS}
+    config = RunConfig.from_options(**given)
+    run_dir = new_run_dir(getattr(args, "out", None), f"{config.workload}-{config.mode}")
     run_dir.mkdir(parents=True, exist_ok=True)
     progress_to_stderr(f"run dir: {run_dir}")
     try:
@@ -342,7 +303,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise EoschaosError(
             f"{exc} (the history so far is kept; `eoschaos check {run_dir}` judges it)"
         ) from exc
-    return _finish(judge_run(run_dir, spark_master=args.spark_master), run_dir)
+    return _finish(judge_run(run_dir, spark_master=getattr(args, "spark_master", None)), run_dir)
 
 
 def cmd_images(args: argparse.Namespace) -> int:
@@ -389,7 +350,7 @@ def main(argv: list[str] | None = None) -> int:
             "run": cmd_run,
             "check": cmd_check,
             "images": cmd_images,
-        }[args.command]
+        }[args.subcommand]
         return handler(args)
     except BaseException as exc:
         if _received_signals:

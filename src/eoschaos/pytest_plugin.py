@@ -78,27 +78,20 @@ def eoschaos_run(
     or `schedule` as a list of eoschaos.chaos.schedule.FaultEvent for an explicit schedule).
     The verdict dict gains `run_dir` and `report` (the HTML report's path).
     """
-    from eoschaos.chaos.schedule import parse_faults
+    from eoschaos.config import RunConfig
     from eoschaos.contract.rundir import REPORT_FILE
-    from eoschaos.run import RunConfig, judge_run, record_on_cluster
+    from eoschaos.run import judge_run, record_on_cluster
 
-    def run(
-        faults: str = "",
-        spark_master: str | None = None,
-        schedule: list[Any] | None = None,
-        **options: Any,
-    ) -> dict[str, Any]:
+    def run(spark_master: str | None = None, **options: Any) -> dict[str, Any]:
         number = next(_run_numbers)
-        config = RunConfig(faults=parse_faults(faults), **options)
-        if schedule is not None:
-            config.schedule_events = [event.to_json() for event in schedule]
-            config.faults = list(dict.fromkeys(event.fault for event in schedule))
-        suffix = f"{number}-{config.mode}-s{config.seed}"
-        config.input_topic = f"input-{suffix}"
-        config.output_topic = f"output-{suffix}"
-        config.group = f"group-{suffix}"
-        config.kafka_version = eoschaos_cluster.dist.version
-        config.validate()
+        suffix = f"{number}-{options.get('mode', 'eos')}-s{options.get('seed', 0)}"
+        config = RunConfig.from_options(
+            input_topic=f"input-{suffix}",
+            output_topic=f"output-{suffix}",
+            group=f"group-{suffix}",
+            kafka_version=eoschaos_cluster.dist.version,
+            **options,
+        )
         base = pytestconfig.getoption("eoschaos_runs")
         if base:
             run_dir = Path(base) / f"run-{suffix}"

@@ -13,7 +13,7 @@ import platform
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -21,16 +21,13 @@ from eoschaos.chaos.catalogue import fixed_number
 from eoschaos.chaos.nemesis import Nemesis
 from eoschaos.chaos.schedule import (
     FaultEvent,
-    random_schedule,
-    resolve_random,
-    validate_schedule,
     write_schedule,
 )
 from eoschaos.clusters import kafka_dist, toxiproxy
 from eoschaos.clusters.base import Cluster
 from eoschaos.clusters.broker_config import ClusterSpec
 from eoschaos.clusters.process_backend import ProcessCluster
-from eoschaos.contract.capabilities import Capabilities
+from eoschaos.config import RunConfig
 from eoschaos.contract.errors import EoschaosError
 from eoschaos.contract.progress import progress_to_stderr
 from eoschaos.contract.rundir import (
@@ -41,153 +38,13 @@ from eoschaos.contract.rundir import (
     write_manifest,
 )
 from eoschaos.workloads import registry
-from eoschaos.workloads.harness.expected import load_expect
-from eoschaos.workloads.harness.pipeline import PipelineConfig, WorkloadFailed
-from eoschaos.workloads.harness.reader import IdSource
+from eoschaos.workloads.harness.pipeline import WorkloadFailed
 
-BACKENDS = ("process", "containers")
 CATCH_UP_TIMEOUT_S = 90.0
 SCHEDULE_OVERRUN_S = 120.0
 # An interrupted recording child heals its faults (a killed broker restarts: up to 120 s) and
 # stops its instances before it exits.
 INTERRUPTED_CHILD_GRACE_S = 180.0
-
-
-@dataclass
-class RunConfig:
-    """Everything `eoschaos run` was asked for; saved in run.json."""
-
-    workload: str = "kip447"
-    mode: str = "eos"
-    faults: list[str] = field(default_factory=list)
-    schedule_events: list[dict[str, Any]] | None = None  # an explicit schedule (--schedule)
-    intensity: str = "normal"
-    recovery_wait: bool = True  # before a broker fault, wait for URPs of the last to clear
-    non_idempotent_seeder: bool = False
-    duration: float = 30.0
-    seed: int = 0
-    records: int = 20000
-    instances: int | None = None  # None: the workload's default (registry.instance_count)
-    partitions: int = 6
-    brokers: int = 3
-    kafka_version: str = kafka_dist.DEFAULT_KAFKA_VERSION
-    backend: str = "process"
-    image: str | None = None
-    input_topic: str = "input-topic"
-    output_topic: str = "output-topic"
-    group: str = ""  # default: eoschaos-<workload>
-    command: str | None = None  # --workload byo: the line that starts one instance
-    id_from: str = "key"  # where output records name their source id (docs/byo.md)
-    expect: str = ""  # --workload byo: MODULE:FUNCTION, the expected output per key
-    start_timeout: float | None = None  # seconds until first output (None: the workload's)
-
-    def __post_init__(self) -> None:
-        self.group = self.group or f"eoschaos-{self.workload}"
-
-    def instance_count(self) -> int:
-        return registry.instance_count(self.workload, self.mode, self.partitions, self.instances)
-
-    def validate(self) -> None:
-        registry.check_options(self.workload, self.mode, self.workload_options())
-        try:
-            IdSource(self.id_from)
-        except ValueError as exc:
-            raise EoschaosError(str(exc)) from exc
-        if self.expect:
-            if self.workload != "byo":
-                raise EoschaosError(f"--expect is for --workload byo, not {self.workload}")
-            load_expect(self.expect)  # a module that does not load is bad input, now
-        self.instances = self.instance_count()
-        if self.backend not in BACKENDS:
-            raise EoschaosError(
-                f"unknown backend {self.backend!r}; choose from {', '.join(BACKENDS)}"
-            )
-        if self.start_timeout is None:
-            self.start_timeout = registry.KINDS[self.workload].start_timeout_s
-        if self.start_timeout <= 0:
-            raise EoschaosError(f"--start-timeout must be > 0 seconds, got {self.start_timeout:g}")
-        if self.duration <= 0:
-            raise EoschaosError(f"--duration must be > 0 seconds, got {self.duration:g}")
-        if self.schedule_events is not None:
-            validate_schedule(
-                self.schedule(),
-                brokers=ClusterSpec(brokers=self.brokers).node_ids,
-                instances=self.instance_count(),
-                duration=self.duration,
-                partitions=self.partitions,
-            )
-        elif self.faults and not self.schedule():
-            raise EoschaosError(
-                f"--duration {self.duration:g}s leaves no room for the faults "
-                f"{','.join(self.faults)}; use --duration 20 or more"
-            )
-
-    def command_line(self) -> list[str]:
-        """The `eoschaos run` command that repeats this run (same seed, same schedule)."""
-        line = ["eoschaos", "run", "--workload", self.workload, "--mode", self.mode]
-        if self.schedule_events is not None:
-            line += ["--schedule", SCHEDULE_FILE]
-        elif self.faults:
-            line += ["--faults", ",".join(self.faults)]
-            if self.intensity != "normal":
-                line += ["--intensity", self.intensity]
-        line += ["--duration", f"{self.duration:g}", "--seed", str(self.seed)]
-        if self.command is not None:
-            line += ["--command", self.command]
-        if self.id_from != "key":
-            line += ["--id-from", self.id_from]
-        if self.expect:
-            line += ["--expect", self.expect]
-        line += ["--records", str(self.records), "--instances", str(self.instance_count())]
-        line += ["--partitions", str(self.partitions), "--kafka-version", self.kafka_version]
-        if not self.recovery_wait:
-            line += ["--no-recovery-wait"]
-        if self.non_idempotent_seeder:
-            line += ["--non-idempotent-seeder"]
-        if self.backend != "process":
-            line += ["--backend", self.backend] + (["--image", self.image] if self.image else [])
-        return line
-
-    def schedule(self) -> list[FaultEvent]:
-        """The explicit schedule (random targets resolved from the seed), else a random one."""
-        brokers = ClusterSpec(brokers=self.brokers).node_ids
-        if self.schedule_events is not None:
-            events = [FaultEvent(**entry) for entry in self.schedule_events]
-            return resolve_random(events, self.seed, brokers, self.instance_count())
-        return random_schedule(
-            self.faults,
-            self.duration,
-            self.seed,
-            brokers,
-            self.instance_count(),
-            intensity=self.intensity,
-            partitions=self.partitions,
-            transactions=self.capabilities().assigned_transactional_ids,
-        )
-
-    def capabilities(self) -> Capabilities:
-        kind = registry.KINDS[self.workload]
-        return kind.capabilities(self.mode, expect=bool(self.expect))
-
-    def workload_config(self) -> PipelineConfig:
-        return PipelineConfig(
-            workload=self.workload,
-            mode=self.mode,
-            records=self.records,
-            partitions=self.partitions,
-            instances=self.instance_count(),
-            seed=self.seed,
-            seed_seconds=self.duration,  # input flows while any fault can hit
-            input_topic=self.input_topic,
-            output_topic=self.output_topic,
-            group=self.group,
-            non_idempotent_seeder=self.non_idempotent_seeder,
-            id_from=self.id_from,
-            expect=self.expect,
-        )
-
-    def workload_options(self) -> registry.WorkloadOptions:
-        return registry.WorkloadOptions(command=self.command)
 
 
 def _versions() -> dict[str, str]:
@@ -222,8 +79,7 @@ def record_run(
     )
     schedule = config.schedule()
     manifest: dict[str, Any] = {
-        **asdict(config),
-        "command": config.command_line(),
+        **config.to_manifest(),
         **config.capabilities().to_manifest(),
         "schedule": [event.to_json() for event in schedule],
         "versions": _versions(),
@@ -242,7 +98,7 @@ def record_run(
         spec = ClusterSpec(
             brokers=config.brokers,
             kafka_version=dist.version,
-            instance_lanes=config.instance_count(),
+            instance_lanes=config.pipeline.instances,
         )
         if config.backend == "containers":
             from eoschaos.clusters.containers_backend import ContainerCluster
@@ -283,8 +139,7 @@ def _drive(
 ) -> None:
     check_lanes(schedule, cluster)
     workload = registry.build_workload(
-        config.workload_config(),
-        config.workload_options(),
+        config.pipeline,
         cluster.bootstrap,
         run_dir,
         cluster.dist,
@@ -419,7 +274,7 @@ def record_on_cluster(config: RunConfig, run_dir: Path, cluster_dir: Path) -> No
         start_new_session=True,
     ) as child:
         try:
-            _, stderr = child.communicate(json.dumps(asdict(config)))
+            _, stderr = child.communicate(json.dumps(config.to_json()))
         except KeyboardInterrupt:
             child.send_signal(signal.SIGINT)
             try:
@@ -438,4 +293,4 @@ if __name__ == "__main__":  # the child of record_on_cluster: python -m eoschaos
     import sys
 
     _cluster = ProcessCluster.attach(Path(sys.argv[1]))
-    record_run(RunConfig(**json.load(sys.stdin)), Path(sys.argv[2]), cluster=_cluster)
+    record_run(RunConfig.from_json(json.load(sys.stdin)), Path(sys.argv[2]), cluster=_cluster)

@@ -81,6 +81,7 @@ class PipelineConfig:
     # MODULE:FUNCTION giving the expected final value per output key (harness.expected);
     # set, the output holds results of an aggregation, not copies of input records
     expect: str = ""
+    command: str | None = None  # byo: the shell line that starts one instance
     extra_env: dict[str, str] = field(default_factory=dict)
 
 

@@ -133,7 +133,7 @@ class AtLeastOnceProcessor:
             while True:
                 try:
                     self._producer.produce(
-                        self._config.output_topic,
+                        self._config.pipeline.output_topic,
                         key=record.key(),
                         value=transform(record.value()),
                         headers=headers,
@@ -167,7 +167,7 @@ class AtLeastOnceProcessor:
         due = self._acked.uncommitted(partitions)
         if not due:
             return
-        offsets = [TopicPartition(self._config.input_topic, p, o) for p, o in due.items()]
+        offsets = [TopicPartition(self._config.pipeline.input_topic, p, o) for p, o in due.items()]
         fields: dict[str, Any] = {
             "generation": self._member.generation(),
             "fate": "none",

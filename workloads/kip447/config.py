@@ -26,63 +26,38 @@ EXIT_UNDELIVERABLE = 4
 EXIT_HUNG = 5  # a client call blocked past its timeout; the supervisor replaces the process
 
 
-@dataclass
-class Kip447Config(PipelineConfig):
-    """A run's settings (mode: eos | alos | no-fencing | read-uncommitted) plus the
-    processors' own."""
+@dataclass(frozen=True)
+class ProcessorSettings:
+    """The processors' own knobs, beyond the run's PipelineConfig."""
 
-    abort_fraction: float = 0.1
+    abort_fraction: float = 0.1  # of transactions a processor aborts on purpose
     session_timeout_ms: int = 6000
-
-    def __post_init__(self) -> None:
-        if self.mode not in MODES:
-            raise ValueError(f"unknown mode {self.mode!r}; expected one of {', '.join(MODES)}")
 
 
 @dataclass(frozen=True)
 class ProcessorConfig:
-    """Everything a processor process needs, shared by all instances and incarnations."""
+    """Everything a processor process needs, shared by all instances and incarnations: the
+    run's PipelineConfig as it is, plus where to connect and write."""
 
     bootstrap: str
     run_dir: str
-    mode: str
-    input_topic: str
-    output_topic: str
-    group: str
-    seed: int
-    abort_fraction: float
-    session_timeout_ms: int
-
-    @classmethod
-    def from_run(cls, config: Kip447Config, bootstrap: str, run_dir: Path) -> ProcessorConfig:
-        return cls(
-            bootstrap=bootstrap,
-            run_dir=str(run_dir),
-            mode=config.mode,
-            input_topic=config.input_topic,
-            output_topic=config.output_topic,
-            group=config.group,
-            seed=config.seed,
-            abort_fraction=config.abort_fraction,
-            session_timeout_ms=config.session_timeout_ms,
-        )
+    pipeline: PipelineConfig
+    settings: ProcessorSettings = ProcessorSettings()
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> ProcessorConfig:
         """Run as a bring-your-own pipeline (docs/byo.md): settings from the contract's
         environment. Its own history then goes to the instance's state dir, out of the run's:
         to the harness, a BYO pipeline is a black box."""
-        return cls(
-            bootstrap=env[instance_env.BOOTSTRAP_SERVERS],
-            run_dir=env[instance_env.STATE_DIR],
+        pipeline = PipelineConfig(
+            workload="byo",
             mode=env[instance_env.MODE],
             input_topic=env[instance_env.INPUT_TOPIC],
             output_topic=env[instance_env.OUTPUT_TOPIC],
             group=env[instance_env.GROUP_ID],
             seed=int(env[instance_env.INSTANCE]),
-            abort_fraction=Kip447Config.abort_fraction,
-            session_timeout_ms=Kip447Config.session_timeout_ms,
         )
+        return cls(env[instance_env.BOOTSTRAP_SERVERS], env[instance_env.STATE_DIR], pipeline)
 
     def save(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -90,7 +65,13 @@ class ProcessorConfig:
 
     @classmethod
     def load(cls, path: Path) -> ProcessorConfig:
-        return cls(**json.loads(Path(path).read_text()))
+        saved = json.loads(Path(path).read_text())
+        return cls(
+            saved["bootstrap"],
+            saved["run_dir"],
+            PipelineConfig(**saved["pipeline"]),
+            ProcessorSettings(**saved["settings"]),
+        )
 
 
 def transactional_id(mode: str, instance: int, incarnation: int) -> str | None:

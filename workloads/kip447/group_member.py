@@ -51,7 +51,7 @@ class GroupMember:
         on_revoke: RebalanceHook | None = None,
         on_lost: RebalanceHook | None = None,
     ) -> None:
-        self._topic = config.input_topic
+        self._topic = config.pipeline.input_topic
         self._history = history
         self._identity = identity  # instance, incarnation, txn_id: on every event
         self._on_revoke_hook = on_revoke
@@ -59,12 +59,12 @@ class GroupMember:
         self.consumer = Consumer(
             {
                 "bootstrap.servers": config.bootstrap,
-                "group.id": config.group,
+                "group.id": config.pipeline.group,
                 "isolation.level": "read_committed",
                 "enable.auto.commit": False,
                 "auto.offset.reset": "earliest",
                 "partition.assignment.strategy": "cooperative-sticky",
-                "session.timeout.ms": config.session_timeout_ms,
+                "session.timeout.ms": config.settings.session_timeout_ms,
                 "heartbeat.interval.ms": HEARTBEAT_INTERVAL_MS,
                 "log_level": 4,
             }

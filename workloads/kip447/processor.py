@@ -68,11 +68,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     identity = {"instance": args.instance, "incarnation": args.incarnation, "txn_id": args.txn_id}
     try:
-        if config.mode == "alos":
+        if config.pipeline.mode == "alos":
             AtLeastOnceProcessor(config, history, args.instance, args.incarnation, stop).run()
         else:
             if not args.txn_id:
-                parser.error(f"mode {config.mode} needs a transactional.id")
+                parser.error(f"mode {config.pipeline.mode} needs a transactional.id")
             TransactionalProcessor(
                 config, history, args.instance, args.incarnation, args.txn_id, stop
             ).run()

@@ -71,8 +71,8 @@ class TransactionalProcessor:
             "incarnation": incarnation,
             "txn_id": txn_id,
         }
-        self._offsets_in_transaction = config.mode != "no-fencing"
-        self._rng = random.Random(f"{config.seed}/{instance}/{incarnation}")
+        self._offsets_in_transaction = config.pipeline.mode != "no-fencing"
+        self._rng = random.Random(f"{config.pipeline.seed}/{instance}/{incarnation}")
         self._next_seq = 0
         self._producer = self._new_producer()
         self._member = GroupMember(config, history, self._identity)
@@ -117,7 +117,7 @@ class TransactionalProcessor:
             self._member.close()
 
     def _process(self, records: list[Message]) -> None:
-        fate = "abort" if self._rng.random() < self._config.abort_fraction else "commit"
+        fate = "abort" if self._rng.random() < self._config.settings.abort_fraction else "commit"
         tag = TransactionTag(
             generation=self._member.generation(),
             fate=fate,
@@ -180,7 +180,7 @@ class TransactionalProcessor:
         while True:
             try:
                 self._producer.produce(
-                    self._config.output_topic,
+                    self._config.pipeline.output_topic,
                     key=record.key(),
                     value=transform(record.value()),
                     headers=headers,

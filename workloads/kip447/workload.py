@@ -1,6 +1,6 @@
 """The KIP-447 workload as the harness drives it: our own processors, one OS process each.
 
-    with Kip447Workload(Kip447Config(records=5000), bootstrap, run_dir, dist) as workload:
+    with Kip447Workload(PipelineConfig(records=5000), bootstrap, run_dir, dist) as workload:
         workload.setup()
         workload.start()
         workload.kill_instance(1)          # the supervisor starts incarnation 1 of instance 1
@@ -23,22 +23,30 @@ from pathlib import Path
 from eoschaos.clusters.kafka_dist import KafkaDistribution
 from eoschaos.contract import instance_env
 from eoschaos.contract.progress import progress_to_stderr
-from eoschaos.workloads.harness.pipeline import PipelineWorkload
+from eoschaos.workloads.harness.pipeline import PipelineConfig, PipelineWorkload
 from eoschaos.workloads.harness.supervisor import Launch, Supervisor
-from eoschaos.workloads.kip447.config import MODES, Kip447Config, ProcessorConfig, transactional_id
+from eoschaos.workloads.kip447.config import (
+    MODES,
+    ProcessorConfig,
+    ProcessorSettings,
+    transactional_id,
+)
 
-__all__ = ["MODES", "Kip447Config", "Kip447Pipeline", "Kip447Workload"]
+__all__ = ["MODES", "Kip447Pipeline", "Kip447Workload", "ProcessorSettings"]
 
 PROCESSOR_CONFIG = "processor.json"
+DEFAULT_SETTINGS = ProcessorSettings()
 
 
 class Kip447Pipeline:
     joins_group = True
     extra_topics: tuple[str, ...] = ()
 
-    def __init__(self, config: Kip447Config, bootstrap: str, run_dir: Path) -> None:
+    def __init__(
+        self, config: PipelineConfig, settings: ProcessorSettings, bootstrap: str, run_dir: Path
+    ) -> None:
         self.config = config
-        self._processor_config = ProcessorConfig.from_run(config, bootstrap, run_dir)
+        self._processor_config = ProcessorConfig(bootstrap, str(run_dir), config, settings)
         self._config_path = Path(run_dir) / "workload" / PROCESSOR_CONFIG
         # the known-bad reader: mode read-uncommitted reads downstream as it is written
         uncommitted = config.mode == "read-uncommitted"
@@ -70,16 +78,17 @@ class Kip447Pipeline:
 class Kip447Workload(PipelineWorkload):
     def __init__(
         self,
-        config: Kip447Config,
+        config: PipelineConfig,
         bootstrap: str,
         run_dir: Path,
         dist: KafkaDistribution,
         progress: Callable[[str], None] = progress_to_stderr,
         instance_bootstrap: Callable[[int], str] | None = None,
+        settings: ProcessorSettings = DEFAULT_SETTINGS,
     ) -> None:
         super().__init__(
             config,
-            Kip447Pipeline(config, bootstrap, run_dir),
+            Kip447Pipeline(config, settings, bootstrap, run_dir),
             bootstrap,
             run_dir,
             dist,

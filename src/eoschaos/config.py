@@ -1,0 +1,250 @@
+"""What a run is asked for, in one object built once from options named like `eoschaos run`'s.
+
+The command line, the pytest plugin's `eoschaos_run(...)` and a matrix file's cells all name
+options by `eoschaos run`'s long names (`--kafka-version` is `kafka_version`); `from_options`
+is the one place that turns them into a RunConfig, with its defaults and its checks. The
+RunConfig nests the PipelineConfig the workload receives as it is, so nothing is copied field by
+field on the way down; run.json keeps its flat shape (`to_manifest`), which the checkers read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from eoschaos.chaos.schedule import (
+    INTENSITIES,
+    FaultEvent,
+    load_schedule,
+    parse_faults,
+    random_schedule,
+    resolve_random,
+    validate_schedule,
+)
+from eoschaos.clusters import kafka_dist
+from eoschaos.clusters.broker_config import ClusterSpec
+from eoschaos.contract.capabilities import Capabilities
+from eoschaos.contract.errors import EoschaosError
+from eoschaos.contract.rundir import SCHEDULE_FILE
+from eoschaos.workloads import registry
+from eoschaos.workloads.harness.expected import load_expect
+from eoschaos.workloads.harness.pipeline import PipelineConfig
+from eoschaos.workloads.harness.reader import IdSource
+
+BACKENDS = ("process", "containers")
+DEFAULT_DURATION_S = 30.0
+
+# The options of a run by `eoschaos run`'s long names; the first group is the pipeline's.
+PIPELINE_OPTIONS = (
+    "workload",
+    "mode",
+    "command",
+    "id_from",
+    "expect",
+    "non_idempotent_seeder",
+    "seed",
+    "records",
+    "instances",
+    "partitions",
+    "input_topic",
+    "output_topic",
+    "group",
+)
+RUN_OPTIONS = (
+    "faults",
+    "schedule",
+    "intensity",
+    "no_recovery_wait",
+    "duration",
+    "start_timeout",
+    "kafka_version",
+    "brokers",
+    "backend",
+    "image",
+)
+OPTIONS = PIPELINE_OPTIONS + RUN_OPTIONS
+
+
+@dataclass
+class RunConfig:
+    """Everything a run was asked for: the pipeline's part, and the faults and cluster around
+    it. Saved in run.json (flat) and handed to a recording child process (nested)."""
+
+    pipeline: PipelineConfig
+    faults: list[str] = field(default_factory=list)
+    schedule_events: list[dict[str, Any]] | None = None  # an explicit schedule (--schedule)
+    intensity: str = "normal"
+    recovery_wait: bool = True  # before a broker fault, wait for URPs of the last to clear
+    start_timeout: float | None = None  # seconds until first output (None: the workload's)
+    kafka_version: str = kafka_dist.DEFAULT_KAFKA_VERSION
+    brokers: int = 3
+    backend: str = "process"
+    image: str | None = None
+
+    @classmethod
+    def from_options(cls, **options: Any) -> RunConfig:
+        """A checked RunConfig from `eoschaos run` options (`faults` a comma-separated string
+        or a list; `schedule` a JSON file or a list of FaultEvent). Bad input: EoschaosError
+        naming the option."""
+        unknown = sorted(set(options) - set(OPTIONS))
+        if unknown:
+            raise EoschaosError(
+                f"unknown option {unknown[0]!r}; known: {', '.join(sorted(OPTIONS))}"
+            )
+        pipeline = {name: options.pop(name) for name in PIPELINE_OPTIONS if name in options}
+        faults = options.pop("faults", "") or ""
+        schedule = options.pop("schedule", None)
+        if schedule is not None and faults:
+            raise EoschaosError(
+                "give either --faults (a random schedule) or --schedule FILE, not both"
+            )
+        events: list[FaultEvent] | None = (
+            load_schedule(Path(schedule)) if isinstance(schedule, (str, Path)) else schedule
+        )
+        asked_instances = pipeline.pop("instances", None)
+        workload = pipeline.setdefault("workload", "kip447")
+        pipeline.setdefault("group", f"eoschaos-{workload}")
+        duration = options.pop("duration", DEFAULT_DURATION_S)
+        # input flows while any fault can hit
+        pipeline_config = PipelineConfig(**pipeline, seed_seconds=duration)
+        registry.check_options(pipeline_config)
+        pipeline_config.instances = registry.instance_count(
+            workload, pipeline_config.mode, pipeline_config.partitions, asked_instances
+        )
+        config = cls(
+            pipeline=pipeline_config,
+            faults=parse_faults(faults) if isinstance(faults, str) else list(faults),
+            recovery_wait=not options.pop("no_recovery_wait", False),
+            **options,
+        )
+        if events is not None:
+            config.schedule_events = [event.to_json() for event in events]
+            config.faults = list(dict.fromkeys(event.fault for event in events))
+        config.validate()
+        return config
+
+    @classmethod
+    def from_json(cls, saved: dict[str, Any]) -> RunConfig:
+        """The nested form `to_json` wrote (a recording child reads its config so)."""
+        saved = dict(saved)
+        return cls(pipeline=PipelineConfig(**saved.pop("pipeline")), **saved)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def to_manifest(self) -> dict[str, Any]:
+        """run.json's flat shape (schema 1): the pipeline's options next to the run's."""
+        pipeline = asdict(self.pipeline)
+        for internal in ("seed_seconds", "extra_env", "command"):
+            pipeline.pop(internal)
+        run = asdict(self)
+        run.pop("pipeline")
+        return {**pipeline, **run, "duration": self.duration, "command": self.command_line()}
+
+    @property
+    def workload(self) -> str:
+        return self.pipeline.workload
+
+    @property
+    def mode(self) -> str:
+        return self.pipeline.mode
+
+    @property
+    def seed(self) -> int:
+        return self.pipeline.seed
+
+    @property
+    def duration(self) -> float:
+        """Seconds the workload runs under faults; the input flows as long."""
+        return self.pipeline.seed_seconds
+
+    def validate(self) -> None:
+        """Bad input is refused before anything starts; fills in the workload's defaults."""
+        pipeline = self.pipeline
+        registry.check_options(pipeline)
+        try:
+            IdSource(pipeline.id_from)
+        except ValueError as exc:
+            raise EoschaosError(str(exc)) from exc
+        if pipeline.expect:
+            if pipeline.workload != "byo":
+                raise EoschaosError(f"--expect is for --workload byo, not {pipeline.workload}")
+            load_expect(pipeline.expect)  # a module that does not load is bad input, now
+        kafka_dist.parse_version(self.kafka_version)
+        if self.backend not in BACKENDS:
+            raise EoschaosError(
+                f"unknown backend {self.backend!r}; choose from {', '.join(BACKENDS)}"
+            )
+        if self.intensity not in INTENSITIES:
+            raise EoschaosError(
+                f"unknown --intensity {self.intensity!r}; choose from {', '.join(INTENSITIES)}"
+            )
+        if self.start_timeout is None:
+            self.start_timeout = registry.KINDS[pipeline.workload].start_timeout_s
+        if self.start_timeout <= 0:
+            raise EoschaosError(f"--start-timeout must be > 0 seconds, got {self.start_timeout:g}")
+        if self.duration <= 0:
+            raise EoschaosError(f"--duration must be > 0 seconds, got {self.duration:g}")
+        if self.schedule_events is not None:
+            validate_schedule(
+                self.schedule(),
+                brokers=ClusterSpec(brokers=self.brokers).node_ids,
+                instances=pipeline.instances,
+                duration=self.duration,
+                partitions=pipeline.partitions,
+            )
+        elif self.faults and not self.schedule():
+            raise EoschaosError(
+                f"--duration {self.duration:g}s leaves no room for the faults "
+                f"{','.join(self.faults)}; use --duration 20 or more"
+            )
+
+    def command_line(self) -> list[str]:
+        """The `eoschaos run` command that repeats this run (same seed, same schedule)."""
+        pipeline = self.pipeline
+        line = ["eoschaos", "run", "--workload", pipeline.workload, "--mode", pipeline.mode]
+        if self.schedule_events is not None:
+            line += ["--schedule", SCHEDULE_FILE]
+        elif self.faults:
+            line += ["--faults", ",".join(self.faults)]
+            if self.intensity != "normal":
+                line += ["--intensity", self.intensity]
+        line += ["--duration", f"{self.duration:g}", "--seed", str(pipeline.seed)]
+        if pipeline.command is not None:
+            line += ["--command", pipeline.command]
+        if pipeline.id_from != "key":
+            line += ["--id-from", pipeline.id_from]
+        if pipeline.expect:
+            line += ["--expect", pipeline.expect]
+        line += ["--records", str(pipeline.records), "--instances", str(pipeline.instances)]
+        line += ["--partitions", str(pipeline.partitions), "--kafka-version", self.kafka_version]
+        if not self.recovery_wait:
+            line += ["--no-recovery-wait"]
+        if pipeline.non_idempotent_seeder:
+            line += ["--non-idempotent-seeder"]
+        if self.backend != "process":
+            line += ["--backend", self.backend] + (["--image", self.image] if self.image else [])
+        return line
+
+    def schedule(self) -> list[FaultEvent]:
+        """The explicit schedule (random targets resolved from the seed), else a random one."""
+        brokers = ClusterSpec(brokers=self.brokers).node_ids
+        instances = self.pipeline.instances
+        if self.schedule_events is not None:
+            events = [FaultEvent(**entry) for entry in self.schedule_events]
+            return resolve_random(events, self.seed, brokers, instances)
+        return random_schedule(
+            self.faults,
+            self.duration,
+            self.seed,
+            brokers,
+            instances,
+            intensity=self.intensity,
+            partitions=self.pipeline.partitions,
+            transactions=self.capabilities().assigned_transactional_ids,
+        )
+
+    def capabilities(self) -> Capabilities:
+        kind = registry.KINDS[self.workload]
+        return kind.capabilities(self.mode, expect=bool(self.pipeline.expect))
