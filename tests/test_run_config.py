@@ -1,0 +1,70 @@
+"""RunConfig.from_options: one place turns `eoschaos run` options into a checked config."""
+
+from __future__ import annotations
+
+import pytest
+
+from eoschaos.chaos.schedule import FaultEvent
+from eoschaos.config import RunConfig
+from eoschaos.contract.errors import EoschaosError
+
+# run.json's keys before the config was nested (schema 1); the checkers read some of them
+MANIFEST_KEYS_SCHEMA_1 = {
+    "workload", "mode", "faults", "schedule_events", "intensity", "recovery_wait",
+    "non_idempotent_seeder", "duration", "seed", "records", "instances", "partitions",
+    "brokers", "kafka_version", "backend", "image", "input_topic", "output_topic", "group",
+    "command", "id_from", "expect", "start_timeout",
+}  # fmt: skip
+
+
+def test_defaults_are_those_eoschaos_run_documents():
+    config = RunConfig.from_options()
+    assert (config.workload, config.mode, config.duration) == ("kip447", "eos", 30.0)
+    assert config.pipeline.instances == 3
+    assert config.pipeline.group == "eoschaos-kip447"
+    assert config.start_timeout == 60.0
+
+
+def test_the_workload_receives_the_duration_as_its_seeding_time():
+    assert RunConfig.from_options(duration=45).pipeline.seed_seconds == 45
+
+
+def test_faults_are_parsed_from_the_comma_separated_string():
+    assert RunConfig.from_options(faults="kill,zombie").faults == ["kill", "zombie"]
+
+
+def test_an_explicit_schedule_names_its_faults():
+    schedule = [FaultEvent(at=5.0, fault="kill", target="broker:1", duration=3.0)]
+    config = RunConfig.from_options(schedule=schedule)
+    assert config.faults == ["kill"]
+    assert config.schedule_events == [schedule[0].to_json()]
+
+
+def test_no_recovery_wait_turns_the_wait_off():
+    assert RunConfig.from_options(no_recovery_wait=True).recovery_wait is False
+
+
+def test_an_unknown_option_is_refused_by_name():
+    with pytest.raises(EoschaosError, match="unknown option 'recrods'"):
+        RunConfig.from_options(recrods=10)
+
+
+def test_faults_and_a_schedule_together_are_refused():
+    with pytest.raises(EoschaosError, match="either --faults"):
+        RunConfig.from_options(faults="kill", schedule=[])
+
+
+def test_the_copier_gets_one_instance_per_partition():
+    assert RunConfig.from_options(workload="copier", partitions=4).pipeline.instances == 4
+
+
+def test_run_json_keeps_its_flat_schema_1_shape():
+    manifest = RunConfig.from_options(faults="kill", seed=3).to_manifest()
+    assert set(manifest) == MANIFEST_KEYS_SCHEMA_1
+    assert manifest["seed"] == 3 and manifest["duration"] == 30.0
+    assert manifest["command"][:2] == ["eoschaos", "run"]
+
+
+def test_a_recording_child_reads_back_the_same_config():
+    config = RunConfig.from_options(workload="byo", command="./my-app", faults="crash", seed=2)
+    assert RunConfig.from_json(config.to_json()) == config
