@@ -28,3 +28,5 @@ read -r current last3x < <(.venv/bin/python -c \
 .venv/bin/eoschaos install --kafka-version "$current" --kafka-version "$last3x" >&2
 # The containers backend: podman with eoschaos' private configuration (a no-op where Docker runs).
 bash scripts/setup_podman.sh
+# A real browser for the report and matrix index tests (Debian chromium).
+bash scripts/setup_chromium.sh

@@ -240,3 +240,51 @@ def test_isolate_instance_beyond_the_clusters_lanes_is_refused_before_the_run(tm
     check_lanes([FaultEvent(3, "isolate-instance", "instance:1", 8.5, {})], cluster)
     with pytest.raises(EoschaosError, match="--eoschaos-instance-lanes 3"):
         check_lanes([FaultEvent(3, "isolate-instance", "instance:2", 8.5, {})], cluster)
+
+
+MATRIX_CELL = '[[cell]]\nname = "eos"\nexpect = "PASS"\n'
+
+
+@pytest.mark.parametrize(
+    ("text", "phrases"),
+    [
+        ("", ["no [[cell]] entries"]),
+        (MATRIX_CELL + "recrods = 100\n", ["cell 1 ('eos')", "unknown option 'recrods'"]),
+        (MATRIX_CELL + 'workload = "kafkastreams"\n', ["cell 1 ('eos')", "unknown workload"]),
+        (
+            MATRIX_CELL.replace('"PASS"', '"FAIL:delivery.dupes"'),
+            ["cell 1 ('eos')", "no check 'delivery.dupes'"],
+        ),
+        (MATRIX_CELL.replace('"PASS"', '"GREEN"'), ["cell 1 ('eos')", "PASS"]),
+        (MATRIX_CELL + 'schedule = "gone.json"\n', ["cell 1 ('eos')", "no such schedule file"]),
+        (MATRIX_CELL + "seed = 3\n", ["cell 1 ('eos')", "use seeds = [...]"]),
+        (MATRIX_CELL + MATRIX_CELL, ["cell 2 ('eos')", "used twice"]),
+        ("[[cell]\n", ["not a readable TOML matrix file"]),
+    ],
+    ids=[
+        "empty",
+        "unknown-option",
+        "unknown-workload",
+        "unknown-check",
+        "bad-expectation",
+        "missing-schedule",
+        "seed-set-by-matrix",
+        "duplicate-name",
+        "not-toml",
+    ],
+)
+def test_a_bad_matrix_file_is_refused_naming_the_entry(text, phrases, tmp_path, eoschaos):
+    matrix = tmp_path / "matrix.toml"
+    matrix.write_text(text)
+    out = tmp_path / "out"
+    assert_clear_error(eoschaos("matrix", str(matrix), "--out", str(out)), *phrases)
+    assert not out.exists()  # refused before anything started
+
+
+def test_a_missing_previous_night_is_refused(tmp_path, eoschaos):
+    matrix = tmp_path / "matrix.toml"
+    matrix.write_text(MATRIX_CELL)
+    result = eoschaos(
+        "matrix", str(matrix), "--out", str(tmp_path / "out"), "--previous", str(tmp_path / "x")
+    )
+    assert_clear_error(result, "--previous", "no results.jsonl")

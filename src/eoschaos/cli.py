@@ -138,6 +138,28 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--image", help="Kafka image for --backend containers")
 
+    matrix = sub.add_parser(
+        "matrix", help="run a matrix file of cells; write results.jsonl, junit.xml, index.html"
+    )
+    matrix.add_argument("file", type=Path, help="the matrix (TOML; docs/nightly.md)")
+    matrix.add_argument(
+        "--out", type=Path, required=True, help="output dir; the same dir again resumes"
+    )
+    matrix.add_argument(
+        "--max-minutes",
+        type=float,
+        default=None,
+        help="start no cell run after this many minutes; the rest are listed as not run",
+    )
+    matrix.add_argument(
+        "--previous",
+        type=Path,
+        action="append",
+        default=[],
+        help="an earlier night's output dir, or a dir of them, for regressions (repeatable)",
+    )
+    matrix.add_argument("--spark-master", default=None, help="Spark master (default local[*])")
+
     images = sub.add_parser("images", help="container images for --backend containers")
     images_sub = images.add_subparsers(dest="images_command", required=True, parser_class=_Parser)
     build = images_sub.add_parser("build", help="build eoschaos/kafka:<version> without a registry")
@@ -306,6 +328,24 @@ def cmd_run(args: argparse.Namespace) -> int:
     return _finish(judge_run(run_dir, spark_master=getattr(args, "spark_master", None)), run_dir)
 
 
+def cmd_matrix(args: argparse.Namespace) -> int:
+    from eoschaos.matrix import run_matrix_file
+    from eoschaos.matrix.runner import InfrastructureFailed
+
+    try:
+        met = run_matrix_file(
+            args.file,
+            args.out.resolve(),
+            max_minutes=args.max_minutes,
+            previous=args.previous,
+            spark_master=args.spark_master,
+        )
+    except InfrastructureFailed as exc:
+        kept = "judged cell runs are kept; rerun with the same --out"
+        raise EoschaosError(f"{exc} ({kept})") from None
+    return EXIT_OK if met else EXIT_FAIL
+
+
 def cmd_images(args: argparse.Namespace) -> int:
     from eoschaos.clusters import kafka_dist
     from eoschaos.clusters.images import build_image
@@ -349,6 +389,7 @@ def main(argv: list[str] | None = None) -> int:
             "demo": cmd_demo,
             "run": cmd_run,
             "check": cmd_check,
+            "matrix": cmd_matrix,
             "images": cmd_images,
         }[args.subcommand]
         return handler(args)

@@ -70,13 +70,18 @@ def eoschaos_cluster(pytestconfig: pytest.Config, tmp_path_factory) -> Iterator[
 
 @pytest.fixture
 def eoschaos_run(
-    eoschaos_cluster: Any, pytestconfig: pytest.Config, tmp_path_factory
+    eoschaos_cluster: Any,
+    pytestconfig: pytest.Config,
+    tmp_path_factory,
+    record_property: Callable[[str, object], None],
 ) -> Callable[..., dict[str, Any]]:
     """Run a workload under faults on the session cluster and return its verdict.
 
     Keyword arguments are those of `eoschaos run` (`faults` as a comma-separated string,
     or `schedule` as a list of eoschaos.chaos.schedule.FaultEvent for an explicit schedule).
-    The verdict dict gains `run_dir` and `report` (the HTML report's path).
+    The verdict dict gains `run_dir` and `report` (the HTML report's path). Each check's
+    verdict and the report's path are recorded as test properties, so `--junitxml` carries
+    them next to the test.
     """
     from eoschaos.config import RunConfig
     from eoschaos.contract.rundir import REPORT_FILE
@@ -100,6 +105,10 @@ def eoschaos_run(
             run_dir = tmp_path_factory.mktemp(f"run-{suffix}")
         record_on_cluster(config, run_dir, eoschaos_cluster.run_dir)
         verdict = judge_run(run_dir, spark_master=spark_master)
+        record_property(f"eoschaos.{suffix}.verdict", verdict["verdict"])
+        record_property(f"eoschaos.{suffix}.report", str(run_dir / REPORT_FILE))
+        for name, check in verdict["checks"].items():
+            record_property(f"eoschaos.{suffix}.{name}", f"{check['verdict']} ({check['count']})")
         return {**verdict, "run_dir": str(run_dir), "report": str(run_dir / REPORT_FILE)}
 
     return run

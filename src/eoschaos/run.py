@@ -232,24 +232,36 @@ def judge_run(
     spark_master: str | None = None,
     progress: Callable[[str], None] = progress_to_stderr,
 ) -> dict[str, Any]:
-    """History → verdict.json + report.html in run_dir. Returns the verdict."""
-    from eoschaos.checkers.history_io import compact_history
+    """History → verdict.json + report.html in run_dir, in a Spark session of its own."""
     from eoschaos.checkers.spark import spark_session
-    from eoschaos.checkers.verdict import check_run
-    from eoschaos.reports.html import write_report
 
     spark = spark_session(spark_master)
     try:
-        if not (run_dir / PARQUET_DIR / "_SUCCESS").exists():
-            progress("compacting the history to Parquet")
-            compact_history(spark, run_dir)
-        progress("checking the history")
-        verdict = check_run(spark, run_dir)
+        return judge_in_session(spark, run_dir, progress)[0]
     finally:
         spark.stop()
+
+
+def judge_in_session(
+    spark: Any, run_dir: Path, progress: Callable[[str], None] = progress_to_stderr
+) -> tuple[dict[str, Any], dict[str, float]]:
+    """judge_run in a session that stays warm for the next run (a matrix); returns the
+    verdict and the seconds its phases took (check: compaction included; report)."""
+    from eoschaos.checkers.history_io import compact_history
+    from eoschaos.checkers.verdict import check_run
+    from eoschaos.reports.html import write_report
+
+    started = time.monotonic()
+    if not (run_dir / PARQUET_DIR / "_SUCCESS").exists():
+        progress("compacting the history to Parquet")
+        compact_history(spark, run_dir)
+    progress("checking the history")
+    verdict = check_run(spark, run_dir)
+    checked = time.monotonic()
     (run_dir / VERDICT_FILE).write_text(json.dumps(verdict, indent=2, default=str) + "\n")
     write_report(verdict, run_dir / REPORT_FILE)
-    return verdict
+    seconds = {"check": checked - started, "report": time.monotonic() - checked}
+    return verdict, seconds
 
 
 def record_on_cluster(config: RunConfig, run_dir: Path, cluster_dir: Path) -> None:
@@ -292,5 +304,8 @@ def record_on_cluster(config: RunConfig, run_dir: Path, cluster_dir: Path) -> No
 if __name__ == "__main__":  # the child of record_on_cluster: python -m eoschaos.run CLUSTER RUN
     import sys
 
+    from eoschaos.workloads.harness.orphan import interrupt_when_orphaned
+
+    interrupt_when_orphaned()  # a parent killed with SIGKILL cannot pass Ctrl-C on
     _cluster = ProcessCluster.attach(Path(sys.argv[1]))
     record_run(RunConfig.from_json(json.load(sys.stdin)), Path(sys.argv[2]), cluster=_cluster)
