@@ -14,12 +14,16 @@ python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
 if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv || die "could not create .venv; install the venv module (apt-get install python3-venv)"
 fi
+# The exact versions of requirements.lock (uv pip compile; docs/nightly.md says how to renew it),
+# so two machines, or two nights, differ only in what changed on purpose.
 stamp=.venv/.eoschaos-deps
-wanted=$(sha256sum pyproject.toml | cut -c1-16)
+wanted=$(cat pyproject.toml requirements.lock | sha256sum | cut -c1-16)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$wanted" ]; then
   echo "install: Python packages (pyspark is large: about a minute the first time)" >&2
-  .venv/bin/pip install --quiet --disable-pip-version-check -e '.[dev]' \
+  .venv/bin/pip install --quiet --disable-pip-version-check -r requirements.lock \
     || die "pip install failed; check that PyPI is reachable"
+  .venv/bin/pip install --quiet --disable-pip-version-check --no-deps -e '.[dev]' \
+    || die "pip install of eoschaos itself failed"
   echo "$wanted" > "$stamp"
 fi
 # The versions the tests run: the default and the last 3.x, as clusters/kafka_dist.py names them.

@@ -48,17 +48,31 @@ INTERRUPTED_CHILD_GRACE_S = 180.0
 
 
 def _versions() -> dict[str, str]:
+    """What was in play, so two nights differ only in what changed on purpose."""
+    import subprocess
+
     import confluent_kafka
     import pyspark
 
     from eoschaos import __version__
 
+    java = kafka_dist.java_binary()
+    jdk = subprocess.run([java, "-version"], capture_output=True, text=True, check=False)
+    revision = subprocess.run(
+        ["git", "-C", str(Path(__file__).parent), "rev-parse", "--short=12", "HEAD"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     return {
         "eoschaos": __version__,
+        # the checkout eoschaos runs from, when it is one (an editable install)
+        "eoschaos_revision": revision.stdout.strip() if revision.returncode == 0 else "",
         "python": platform.python_version(),
-        "confluent_kafka": confluent_kafka.version()[0],
+        "confluent_kafka": confluent_kafka.__version__,
         "librdkafka": confluent_kafka.libversion()[0],
         "spark": pyspark.__version__,
+        "jdk": (jdk.stderr.strip().splitlines() or [""])[0],
     }
 
 

@@ -143,7 +143,17 @@ def _run_cell(
         "met_expectation": met,
         "failed": failed,
         "report": str((run_dir / REPORT_FILE).relative_to(out)),
-        "versions": {**read_manifest(run_dir).get("versions", {}), "kafka": run.kafka_version},
+        "versions": _versions_in_play(run_dir),
+    }
+
+
+def _versions_in_play(run_dir: Path) -> dict[str, str]:
+    manifest = read_manifest(run_dir)
+    cluster = manifest.get("cluster") or {}
+    return {
+        **manifest.get("versions", {}),
+        "kafka": manifest.get("kafka_version", ""),
+        "transaction_version": str(cluster.get("transaction_version", "")),
     }
 
 
@@ -231,6 +241,9 @@ class _SharedCluster:
                 brokers=3, kafka_version=self._dist.version, instance_lanes=self._lanes
             )
             cluster_dir = self._out / CLUSTERS_DIR / f"{self._dist.version}-{self._starts}"
+            while cluster_dir.exists():  # an earlier, interrupted invocation's: kept as it is
+                self._starts += 1
+                cluster_dir = cluster_dir.with_name(f"{self._dist.version}-{self._starts}")
             started = time.monotonic()
             cluster = ProcessCluster(
                 cluster_dir, spec, self._dist, toxiproxy.server_binary(), progress=self._progress
