@@ -37,6 +37,12 @@ def registered_run_dirs() -> list[Path]:
     return [Path(p.read_text().strip()) for p in sorted(_active_registry().iterdir())]
 
 
+def registered_within(path: Path) -> list[Path]:
+    """The registered run dirs inside `path` (a matrix output holds one per cluster)."""
+    root = path.resolve()
+    return [run_dir for run_dir in registered_run_dirs() if run_dir.resolve().is_relative_to(root)]
+
+
 def stop_run_dir(run_dir: Path, timeout: float = 5.0) -> list[str]:
     """Stop every process recorded in `run_dir`, brokers before Toxiproxy; return their names."""
     pid_dir = run_dir / "pids"

@@ -127,7 +127,10 @@ def night(tmp_path_factory) -> Night:
             first.send_signal(signal.SIGKILL)
             first.wait()
     eoschaos = [sys.executable, "-m", "eoschaos.cli"]
-    cleanup = subprocess.run([*eoschaos, "cleanup"], capture_output=True, text=True, timeout=120)
+    # this night's clusters only: a bare `eoschaos cleanup` would stop every session's
+    cleanup = subprocess.run(
+        [*eoschaos, "cleanup", str(out)], capture_output=True, text=True, timeout=120
+    )
     # the recording child notices it is orphaned and stops its instances (within seconds)
     deadline = time.monotonic() + 90
     while (left := processes_mentioning(str(out))) and time.monotonic() < deadline:
@@ -145,6 +148,7 @@ def night(tmp_path_factory) -> Night:
 def test_a_matrix_killed_with_sigkill_leaves_nothing_running_after_cleanup(night):
     assert night.killed_after_rows >= 1
     assert night.cleanup.returncode == 0, night.cleanup.stderr
+    assert "processes stopped in 1 run dirs" in night.cleanup.stdout
     assert night.left_running_after_cleanup == []
 
 

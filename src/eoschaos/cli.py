@@ -54,7 +54,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     cleanup = sub.add_parser("cleanup", help="stop leftovers of crashed runs")
     cleanup.add_argument(
-        "run_dir", type=Path, nargs="?", help="one run dir (default: every run not stopped cleanly)"
+        "run_dir",
+        type=Path,
+        nargs="?",
+        help="one run dir or matrix output (default: every run not stopped cleanly)",
     )
 
     demo = sub.add_parser("demo", help="cluster + transactions + a broker kill, narrated")
@@ -265,12 +268,23 @@ def cmd_cluster(args: argparse.Namespace) -> int:
 
 
 def cmd_cleanup(args: argparse.Namespace) -> int:
-    from eoschaos.clusters.registry import is_run_dir, registered_run_dirs, stop_run_dir
+    from eoschaos.clusters.registry import (
+        is_run_dir,
+        registered_run_dirs,
+        registered_within,
+        stop_run_dir,
+    )
+    from eoschaos.matrix.runner import RESULTS_FILE
 
     if args.run_dir is not None:
-        if not is_run_dir(args.run_dir):
-            raise EoschaosError(f"{args.run_dir} is not an eoschaos run directory; nothing to do")
-        targets = [args.run_dir]
+        if is_run_dir(args.run_dir):
+            targets = [args.run_dir]
+        elif (args.run_dir / RESULTS_FILE).exists():  # a matrix output: its clusters
+            targets = registered_within(args.run_dir)
+        else:
+            raise EoschaosError(
+                f"{args.run_dir} is not an eoschaos run directory or matrix output; nothing to do"
+            )
     else:
         targets = registered_run_dirs()
     from eoschaos.clusters.containers_backend import cleanup_containers
