@@ -99,10 +99,12 @@ def check_run(
         checks["fencing.zombie-write"]["counts"]["rejected_attempts"] = txn_stats.get(
             "rejected_attempts", 0
         )
+    unfinished = _unfinished(census)
     verdict = {
-        "verdict": "FAIL" if any(c["verdict"] == "FAIL" for c in checks.values()) else "PASS",
-        "complete": history.complete,
+        "verdict": _overall(checks, unfinished),
+        "complete": history.complete and not unfinished,
         "damage": history.damage,
+        "unfinished": unfinished,
         "history_schema": SCHEMA_VERSION,
         **{key: history.manifest.get(key) for key in MANIFEST_KEYS},
         "checks": checks,
@@ -120,6 +122,24 @@ def check_run(
         "events": census.events,
     }
     return verdict
+
+
+def _unfinished(census: Census) -> list[str]:
+    """What a run that reached its end leaves and this history lacks (a run killed midway)."""
+    missing = []
+    if not census.has_final_committed:
+        missing.append("no final-committed scan of the output")
+    if not census.end_rows_of("log-end"):
+        missing.append("no end state (log-end rows)")
+    return missing
+
+
+def _overall(checks: dict[str, dict[str, Any]], unfinished: list[str]) -> str:
+    """FAIL if any check found an anomaly (in a partial history too); else UNKNOWN for a run
+    that did not reach its end (Jepsen's :unknown): its unjudged checks could hide anything."""
+    if any(check["verdict"] == "FAIL" for check in checks.values()):
+        return "FAIL"
+    return "UNKNOWN" if unfinished else "PASS"
 
 
 def _not_applicable(history: History, census: Census) -> dict[str, str]:

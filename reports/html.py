@@ -33,6 +33,7 @@ h1 { font-size: 22px; margin: 0 0 4px; } h2 { font-size: 18px; margin-top: 32px;
 .verdict { font-size: 44px; font-weight: 800; padding: 8px 24px; border-radius: 8px;
   display: inline-block; margin: 8px 0; letter-spacing: 2px; }
 .PASS { background: #dcfce7; color: #166534; } .FAIL { background: #fee2e2; color: #991b1b; }
+.UNKNOWN { background: #fef3c7; color: #92400e; }
 .badge { font-weight: 700; padding: 1px 8px; border-radius: 4px; }
 .banner { background: #fef3c7; border: 2px solid #d97706; padding: 10px 14px;
   border-radius: 6px; margin: 12px 0; }
@@ -90,7 +91,7 @@ def _list(value: Any) -> list:
 
 
 def _verdict_class(value: Any) -> str:
-    return value if value in ("PASS", "FAIL") else ""
+    return value if value in ("PASS", "FAIL", "UNKNOWN") else ""
 
 
 def _badge(value: Any) -> str:
@@ -130,7 +131,16 @@ def _summary(verdict: dict) -> str:
         f'<div class="verdict {_verdict_class(verdict.get("verdict"))}">'
         f"{esc(verdict.get('verdict', 'UNKNOWN'))}</div>",
     ]
-    if verdict.get("complete") is False:
+    unfinished = _list(verdict.get("unfinished"))
+    if unfinished:
+        missing = "".join(f"<li>{esc(item)}</li>" for item in unfinished)
+        parts.append(
+            '<div class="banner incomplete" id="unfinished"><strong>Unfinished run.</strong> '
+            "The run did not reach its end (it was killed or crashed), so the checks that need "
+            "its end could not be judged: the verdict is UNKNOWN, not PASS. A FAIL found in "
+            f"what was recorded still stands.<ul>{missing}</ul></div>"
+        )
+    if _list(verdict.get("damage")):
         damage = "".join(f"<li>{esc(item)}</li>" for item in _list(verdict.get("damage")))
         parts.append(
             '<div class="banner incomplete"><strong>Incomplete history.</strong> A writer was '

@@ -254,3 +254,14 @@ def test_a_verdict_without_an_optional_section_still_renders(missing):
 def test_write_report_writes_the_rendered_document(tmp_path: Path):
     path = write_report(verdict(), tmp_path / "report.html")
     assert path.read_text(encoding="utf-8") == render_report(verdict())
+
+
+def test_an_unfinished_run_reads_as_unknown_with_what_it_lacks():
+    data = verdict("PASS") | {
+        "verdict": "UNKNOWN",
+        "complete": False,
+        "unfinished": ["no end state (log-end rows)"],
+    }
+    document = render_report(data)
+    assert '<div class="verdict UNKNOWN">UNKNOWN</div>' in document
+    assert 'id="unfinished"' in document and "no end state (log-end rows)" in document

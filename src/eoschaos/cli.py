@@ -1,4 +1,5 @@
-"""`eoschaos` command line. Exit codes: 0 success/PASS, 1 FAIL, 2 bad input or environment."""
+"""`eoschaos` command line. Exit codes: 0 success/PASS, 1 FAIL, 2 bad input or environment,
+3 UNKNOWN (a run that did not reach its end: nothing failed in what was recorded)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from eoschaos.contract.errors import EoschaosError
 from eoschaos.contract.progress import progress_to_stderr
 from eoschaos.contract.rundir import REPORT_FILE, RUN_MANIFEST
 
-EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_UNKNOWN = 0, 1, 2, 3
 
 
 class _Parser(argparse.ArgumentParser):
@@ -317,11 +318,13 @@ def _finish(verdict: dict, run_dir: Path) -> int:
 
     failed = [name for name, check in verdict["checks"].items() if check["verdict"] == "FAIL"]
     summary = verdict["verdict"] + (f" ({', '.join(failed)})" if failed else "")
-    if not verdict.get("complete", True):
-        summary += "; the history is INCOMPLETE: " + "; ".join(verdict.get("damage", []))
+    if verdict.get("unfinished"):
+        summary += "; the run did not reach its end: " + "; ".join(verdict["unfinished"])
+    if verdict.get("damage"):
+        summary += "; the history is INCOMPLETE: " + "; ".join(verdict["damage"])
     print(f"verdict: {summary}", file=sys.stderr)
     print(run_dir / REPORT_FILE)
-    return EXIT_OK if verdict["verdict"] == "PASS" else EXIT_FAIL
+    return {"PASS": EXIT_OK, "UNKNOWN": EXIT_UNKNOWN}.get(verdict["verdict"], EXIT_FAIL)
 
 
 def cmd_run(args: argparse.Namespace) -> int:

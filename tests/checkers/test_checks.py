@@ -5,6 +5,8 @@ records -- and invents none."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,8 @@ from hypothesis import strategies as st
 from eoschaos.checkers.synthetic import PLANT_CHECKS, Plants, RunShape, write_synthetic
 from eoschaos.checkers.verdict import DESCRIPTIONS, NEEDS_TRANSACTIONS, NEEDS_TXN_HISTORY, check_run
 from eoschaos.contract.capabilities import Capabilities
+from eoschaos.contract.history import END_STATE, FINAL_SCANS
+from eoschaos.contract.rundir import HISTORY_DIR
 
 SHAPE = RunShape()  # 512 records, 2 input and 2 output partitions, 2 instances, 1 abort in 3
 # A synthetic run is a copy pipeline: the check of an aggregating one (--expect) never applies
@@ -237,3 +241,41 @@ def test_every_planted_anomaly_is_reported_and_none_invented(spark, tmp_path_fac
     for plant in chosen:
         examples = verdict["checks"][PLANT_CHECKS[plant]]["examples"]
         assert all(any(matches(e, t) for e in examples) for t in run.planted[plant])
+
+
+def _cut_before_its_end(run_dir: Path) -> None:
+    """As a run killed during its final scans leaves it: no final scan, no end state."""
+    for writer in (*FINAL_SCANS, END_STATE):
+        (run_dir / HISTORY_DIR / f"{writer}.jsonl").unlink(missing_ok=True)
+
+
+def test_a_run_that_did_not_reach_its_end_is_unknown_never_pass(spark, tmp_path):
+    run = write_synthetic(spark, tmp_path, SHAPE, seed=3, parquet=False)
+    _cut_before_its_end(run.run_dir)
+    verdict = check_run(spark, run.run_dir, lineage=False)
+    assert (verdict["verdict"], verdict["complete"]) == ("UNKNOWN", False)
+    assert verdict["unfinished"] == [
+        "no final-committed scan of the output",
+        "no end state (log-end rows)",
+    ]
+
+
+def test_an_anomaly_found_in_an_unfinished_run_is_still_a_fail(spark, tmp_path):
+    run = write_synthetic(spark, tmp_path, SHAPE, Plants(aborted_read=1), seed=3, parquet=False)
+    _cut_before_its_end(run.run_dir)
+    verdict = check_run(spark, run.run_dir, lineage=False)
+    assert (verdict["verdict"], verdict["complete"]) == ("FAIL", False)
+    assert verdict["checks"]["isolation.aborted-read"]["verdict"] == "FAIL"
+
+
+def test_eoschaos_check_exits_3_on_an_unfinished_run_naming_what_it_lacks(spark, tmp_path):
+    run = write_synthetic(spark, tmp_path, SHAPE, seed=3, parquet=False)
+    _cut_before_its_end(run.run_dir)
+    result = subprocess.run(
+        [sys.executable, "-m", "eoschaos.cli", "check", str(run.run_dir)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 3, result.stderr[-2000:]
+    assert "verdict: UNKNOWN; the run did not reach its end" in result.stderr
