@@ -86,7 +86,7 @@ def run_matrix(
                     if deadline is not None and time.monotonic() >= deadline:
                         outcome.not_run.append(run)
                         continue
-                    row = _run_cell(run, out, shared, judge, progress)
+                    row = _run_cell(run, len(rows) + 1, out, shared, judge, progress)
                     _append(out, row)
                     rows.append(row)
     finally:
@@ -95,9 +95,13 @@ def run_matrix(
 
 
 def _run_cell(
-    run: CellRun, out: Path, shared: _SharedCluster, judge: _Judge, progress: Callable[[str], None]
+    run: CellRun,
+    number: int,
+    out: Path,
+    shared: _SharedCluster,
+    judge: _Judge,
+    progress: Callable[[str], None],
 ) -> dict[str, Any]:
-    number = len(read_results(out)) + 1
     progress(f"cell run {run.key}: {run.expect} expected")
     run_dir = _fresh_run_dir(out, run)
     row: dict[str, Any] = {
