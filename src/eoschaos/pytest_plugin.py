@@ -68,9 +68,21 @@ def eoschaos_cluster(pytestconfig: pytest.Config, tmp_path_factory) -> Iterator[
         yield cluster
 
 
+@pytest.fixture(scope="session")
+def eoschaos_judge() -> Iterator[Any]:
+    """One Spark session judges every run of the pytest session, started at the first: a
+    verdict then costs its checks, not Spark's start and warm-up."""
+    from eoschaos.run import WarmJudge
+
+    judge = WarmJudge()
+    yield judge
+    judge.stop()
+
+
 @pytest.fixture
 def eoschaos_run(
     eoschaos_cluster: Any,
+    eoschaos_judge: Any,
     pytestconfig: pytest.Config,
     tmp_path_factory,
     record_property: Callable[[str, object], None],
@@ -104,7 +116,11 @@ def eoschaos_run(
         else:
             run_dir = tmp_path_factory.mktemp(f"run-{suffix}")
         record_on_cluster(config, run_dir, eoschaos_cluster.run_dir)
-        verdict = judge_run(run_dir, spark_master=spark_master)
+        if spark_master:  # a Spark of the caller's choice, for this verdict alone
+            eoschaos_judge.stop()
+            verdict = judge_run(run_dir, spark_master=spark_master)
+        else:
+            verdict = eoschaos_judge.judge(run_dir)[0]
         record_property(f"eoschaos.{suffix}.verdict", verdict["verdict"])
         record_property(f"eoschaos.{suffix}.report", str(run_dir / REPORT_FILE))
         for name, check in verdict["checks"].items():

@@ -247,13 +247,34 @@ def judge_run(
     progress: Callable[[str], None] = progress_to_stderr,
 ) -> dict[str, Any]:
     """History → verdict.json + report.html in run_dir, in a Spark session of its own."""
-    from eoschaos.checkers.spark import spark_session
-
-    spark = spark_session(spark_master)
+    judge = WarmJudge(spark_master, progress)
     try:
-        return judge_in_session(spark, run_dir, progress)[0]
+        return judge.judge(run_dir)[0]
     finally:
-        spark.stop()
+        judge.stop()
+
+
+class WarmJudge:
+    """One Spark session for every verdict of a matrix or a pytest session, started at the
+    first: Spark's start and the JIT's warm-up are paid once, not per verdict. The JVM's
+    options follow the first history's size (checkers.spark.java_options_for)."""
+
+    def __init__(
+        self, master: str | None = None, progress: Callable[[str], None] = progress_to_stderr
+    ) -> None:
+        self._master, self._progress, self._spark = master, progress, None
+
+    def judge(self, run_dir: Path) -> tuple[dict[str, Any], dict[str, float]]:
+        if self._spark is None:
+            from eoschaos.checkers.spark import java_options_for, spark_session
+
+            self._spark = spark_session(self._master, java_options=java_options_for(run_dir))
+        return judge_in_session(self._spark, run_dir, self._progress)
+
+    def stop(self) -> None:
+        if self._spark is not None:
+            self._spark.stop()
+            self._spark = None
 
 
 def judge_in_session(

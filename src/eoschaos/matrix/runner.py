@@ -29,7 +29,7 @@ from eoschaos.contract.errors import EoschaosError
 from eoschaos.contract.progress import progress_to_stderr
 from eoschaos.contract.rundir import REPORT_FILE, read_manifest
 from eoschaos.matrix.spec import CellRun
-from eoschaos.run import judge_in_session, record_on_cluster
+from eoschaos.run import WarmJudge, record_on_cluster
 
 RESULTS_FILE = "results.jsonl"
 RUNS_DIR = "runs"
@@ -77,7 +77,7 @@ def run_matrix(
         progress(f"resuming: {len(runs) - len(pending)} of {len(runs)} cell runs already judged")
     deadline = time.monotonic() + max_minutes * 60 if max_minutes is not None else None
     outcome = MatrixOutcome(rows)
-    judge = _Judge(spark_master, progress)
+    judge = WarmJudge(spark_master, progress)
     try:
         for version in dict.fromkeys(run.kafka_version for run in pending):
             group = [run for run in pending if run.kafka_version == version]
@@ -99,7 +99,7 @@ def _run_cell(
     number: int,
     out: Path,
     shared: _SharedCluster,
-    judge: _Judge,
+    judge: WarmJudge,
     progress: Callable[[str], None],
 ) -> dict[str, Any]:
     progress(f"cell run {run.key}: {run.expect} expected")
@@ -184,24 +184,6 @@ def _append(out: Path, row: dict[str, Any]) -> None:
         ledger.write(json.dumps(row, default=str) + "\n")
         ledger.flush()
         os.fsync(ledger.fileno())
-
-
-class _Judge:
-    """One Spark session for every check of the matrix, started when first needed."""
-
-    def __init__(self, master: str | None, progress: Callable[[str], None]) -> None:
-        self._master, self._progress, self._spark = master, progress, None
-
-    def judge(self, run_dir: Path) -> tuple[dict[str, Any], dict[str, float]]:
-        if self._spark is None:
-            from eoschaos.checkers.spark import spark_session
-
-            self._spark = spark_session(self._master)
-        return judge_in_session(self._spark, run_dir, self._progress)
-
-    def stop(self) -> None:
-        if self._spark is not None:
-            self._spark.stop()
 
 
 class _SharedCluster:
