@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from cluster_versions import KAFKA_VERSIONS
 
 from eoschaos.clusters import kafka_dist, processes, toxiproxy
 from eoschaos.clusters.broker_config import ClusterSpec
@@ -25,11 +26,6 @@ from eoschaos.clusters.process_backend import ProcessCluster
 
 CLUSTER_RERUNS = int(os.environ.get("EOSCHAOS_CLUSTER_RERUNS", "0"))
 RUN_DIRS: list[Path] = []  # every run dir a test made; checked for survivors at session end
-
-KAFKA_VERSIONS = os.environ.get(
-    "EOSCHAOS_TEST_KAFKA_VERSIONS",
-    f"{kafka_dist.DEFAULT_KAFKA_VERSION},{kafka_dist.LATEST_3X_VERSION}",
-).split(",")
 
 
 @pytest.fixture(scope="session", params=KAFKA_VERSIONS)

@@ -1,7 +1,7 @@
 """A real 3-broker KRaft cluster behind Toxiproxy: it runs transactions, survives and heals faults.
 
-Every test runs against each Kafka version in KAFKA_VERSIONS (conftest) and leaves the cluster
-healthy for the next one.
+Every test runs against each Kafka version in cluster_versions.KAFKA_VERSIONS and leaves the
+cluster healthy for the next one.
 """
 
 from __future__ import annotations

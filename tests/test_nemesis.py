@@ -2,7 +2,10 @@
 
 Faults are started and healed through the Nemesis itself (as in a run), aimed at topics and a
 transactional.id these tests create. Instance faults (crash, zombie, twin) need a workload and
-are covered by the scenarios in test_scenarios.py.
+are covered by the scenarios in test_scenarios.py. A fault whose effect Kafka's version does
+not change (a toxic, a cut, a pause) and the nemesis' own bookkeeping are tested on the first
+Kafka version in CI and on the others nightly (conftest.OTHER_VERSIONS_NIGHTLY); the faults that
+meet Kafka's own machinery (quorum splits, coordinator kills, bounces, restarts) on every version.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from cluster_versions import OTHER_VERSIONS_NIGHTLY
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from test_cluster import _produce_acks_all, _topic_led_by
 
@@ -136,6 +140,7 @@ def _fill(bootstrap: str, topic: str, records: int, size: int) -> None:
     assert producer.flush(60) == 0
 
 
+@OTHER_VERSIONS_NIGHTLY
 @pytest.mark.parametrize("mode", ["silent", "fail-fast"])
 def test_partition_cuts_clients_off_the_broker_until_healed(cluster, nemesis, mode):
     topic = _topic_led_by(cluster, 2)
@@ -150,6 +155,7 @@ def test_partition_cuts_clients_off_the_broker_until_healed(cluster, nemesis, mo
     assert _produce_within(cluster.bootstrap, topic, 60)
 
 
+@OTHER_VERSIONS_NIGHTLY
 def test_partition_cuts_the_broker_off_from_every_instance_lane_too(cluster, nemesis):
     hurt = nemesis(Aim(_topic_led_by(cluster, 2)))
     active = hurt.start(_event("partition", "broker:2"))
@@ -160,6 +166,7 @@ def test_partition_cuts_the_broker_off_from_every_instance_lane_too(cluster, nem
     assert all(_answers(address, timeout=10) for address in lanes)
 
 
+@OTHER_VERSIONS_NIGHTLY
 @pytest.mark.parametrize("mode", ["silent", "fail-fast"])
 def test_isolate_instance_cuts_only_that_instance_off_every_broker_until_healed(
     cluster, nemesis, mode
@@ -177,6 +184,7 @@ def test_isolate_instance_cuts_only_that_instance_off_every_broker_until_healed(
     assert _produce_within(isolated, topic, 60)
 
 
+@OTHER_VERSIONS_NIGHTLY
 def test_isolate_instance_without_a_lane_for_it_is_a_failed_fault(cluster, nemesis, tmp_path):
     hurt = nemesis(Aim(_topic_led_by(cluster, 1), instance_count=3))
     assert hurt.start(_event("isolate-instance", "instance:2")) is None
@@ -241,6 +249,7 @@ def test_split_lets_the_majority_take_over_the_minority_partitions_while_it_hold
     hurt.heal(active=active)
 
 
+@OTHER_VERSIONS_NIGHTLY
 def test_pause_freezes_the_broker_until_healed(cluster, nemesis):
     hurt = nemesis(Aim("none"))
     active = hurt.start(_event("pause", "broker:1"))
@@ -299,6 +308,7 @@ def test_rolling_restart_replaces_every_broker_and_leaves_the_cluster_healthy(cl
     assert not cluster.wait_healthy(timeout=60).under_replicated
 
 
+@OTHER_VERSIONS_NIGHTLY
 def test_latency_on_the_coordinator_link_delays_every_commit(cluster, nemesis):
     delay_ms = 400
     aim = Aim(_topic_led_by(cluster, 1), txn_id=f"txn-{uuid.uuid4().hex[:8]}")
@@ -322,6 +332,7 @@ def test_latency_on_the_coordinator_link_delays_every_commit(cluster, nemesis):
     assert min(delayed) >= delay_ms / 1000
 
 
+@OTHER_VERSIONS_NIGHTLY
 @pytest.mark.parametrize(
     ("fault", "params", "slower_by_s"),
     [
@@ -341,6 +352,7 @@ def test_throttling_toxics_slow_reads_from_the_broker(cluster, nemesis, fault, p
     hurt.heal(active=active)
 
 
+@OTHER_VERSIONS_NIGHTLY
 def test_reset_breaks_client_connections_to_the_broker_until_healed(cluster, nemesis):
     topic = _topic_led_by(cluster, 3)
     hurt = nemesis(Aim(topic))
@@ -352,6 +364,7 @@ def test_reset_breaks_client_connections_to_the_broker_until_healed(cluster, nem
     assert not _produce_acks_all(cluster.bootstrap, topic, 10)
 
 
+@OTHER_VERSIONS_NIGHTLY
 def test_every_fault_is_recorded_as_invoke_then_ok_with_the_broker_it_hit(
     cluster, nemesis, tmp_path
 ):
@@ -365,6 +378,7 @@ def test_every_fault_is_recorded_as_invoke_then_ok_with_the_broker_it_hit(
     assert json.loads(events[0]["params"])["broker"] == 2
 
 
+@OTHER_VERSIONS_NIGHTLY
 def test_a_target_that_cannot_be_resolved_is_recorded_as_a_failed_fault(cluster, nemesis, tmp_path):
     hurt = nemesis(Aim("none"))
     assert hurt.start(_event("kill", "leader:no-such-topic/0")) is None
@@ -372,6 +386,7 @@ def test_a_target_that_cannot_be_resolved_is_recorded_as_a_failed_fault(cluster,
     assert all(cluster.node_alive(node) for node in cluster.spec.node_ids)
 
 
+@OTHER_VERSIONS_NIGHTLY
 def test_the_schedule_is_overdue_while_a_restarted_broker_delays_the_next_fault(cluster, nemesis):
     """The second kill is due 1 s in but waits for broker 3's replicas: the seeder holds input."""
     hurt = nemesis(Aim(_topic_led_by(cluster, 3)))
@@ -399,6 +414,7 @@ class SlowCrashAim(Aim):
         time.sleep(4.0)
 
 
+@OTHER_VERSIONS_NIGHTLY
 def test_a_late_start_waits_for_the_heal_the_schedule_put_before_it(cluster, nemesis, tmp_path):
     """Both kills are overdue when the slow crash ends: the second still starts only once the
     first has healed, so they never overlap (it once killed an already-dead broker)."""
