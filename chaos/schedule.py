@@ -372,6 +372,10 @@ def load_schedule(path: Path | str) -> list[FaultEvent]:
                 f"JSON form only: write a list like [{ENTRY_EXAMPLE}]"
             ) from None
         raise EoschaosError(f"{path}: invalid JSON at {where}: {exc.msg}") from None
+    except RecursionError:  # nested deeper than Python's JSON parser goes
+        raise EoschaosError(
+            f"{path}: nested too deeply; a schedule is a flat list like [{ENTRY_EXAMPLE}]"
+        ) from None
     if not isinstance(entries, list):
         raise EoschaosError(
             f"{path}: a schedule is a list like [{ENTRY_EXAMPLE}], got {_json_kind(entries)}"

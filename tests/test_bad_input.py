@@ -193,6 +193,16 @@ def test_check_refuses_a_directory_that_is_not_a_run(tmp_path, eoschaos):
     assert_clear_error(eoschaos("check", str(tmp_path)), "is not an eoschaos run directory")
 
 
+@pytest.mark.parametrize(
+    ("content", "phrase"),
+    [(b"[" * 100_000, "nested too deeply"), (b"\xff\xfe{", "unreadable"), (b"{}", "version")],
+    ids=["nested", "not-utf8", "unversioned"],
+)
+def test_check_refuses_a_damaged_run_json_before_spark_starts(tmp_path, eoschaos, content, phrase):
+    (tmp_path / "run.json").write_bytes(content)
+    assert_clear_error(eoschaos("check", str(tmp_path)), "run.json", phrase)  # one line: no Spark
+
+
 def assert_run_stopped(result: subprocess.CompletedProcess[str], run_dir: Path, *phrases: str):
     """A run that started and then stopped on bad input: exit 2, the last line names the
     problem, the cluster is torn down and the history so far is kept. No Kafka client

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from eoschaos.contract.errors import EoschaosError
 from eoschaos.contract.progress import progress_to_stderr
-from eoschaos.contract.rundir import REPORT_FILE, RUN_MANIFEST
+from eoschaos.contract.rundir import REPORT_FILE, RUN_MANIFEST, read_manifest
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_UNKNOWN = 0, 1, 2, 3
 
@@ -380,6 +380,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             f"{args.run_dir} is not an eoschaos run directory (no {RUN_MANIFEST}); "
             "pass a directory written by `eoschaos run`"
         )
+    read_manifest(run_dir)  # a damaged run.json is refused before Spark starts
     return _finish(judge_run(run_dir, spark_master=args.spark_master), run_dir)
 
 

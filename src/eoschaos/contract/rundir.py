@@ -45,6 +45,8 @@ def read_manifest(run_dir: Path) -> dict[str, Any]:
         manifest = json.loads(path.read_text())
     except (OSError, ValueError) as error:
         raise EoschaosError(f"{path}: unreadable ({error}); restore it from the run") from None
+    except RecursionError:  # JSON nested deeper than Python's parser goes: not a manifest
+        raise EoschaosError(f"{path}: nested too deeply to be a run.json; restore it") from None
     if not isinstance(manifest, dict):
         raise EoschaosError(f"{path}: not a JSON object; restore it from the run")
     version = manifest.get("history_schema")

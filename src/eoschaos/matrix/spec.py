@@ -112,13 +112,19 @@ def load_matrix(path: Path) -> list[CellRun]:
         raise EoschaosError(f"{path}: no such matrix file") from None
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise EoschaosError(f"{path}: not a readable TOML matrix file: {exc}") from None
+    except RecursionError:  # nested deeper than Python's TOML parser goes
+        raise EoschaosError(f"{path}: not a readable TOML matrix file: nested too deeply") from None
     unknown = sorted(set(document) - {"defaults", "cell"})
     if unknown:
         raise EoschaosError(f"{path}: unknown table {unknown[0]!r}; use [defaults] and [[cell]]")
     cells = document.get("cell", [])
+    if not isinstance(cells, list) or not all(isinstance(cell, dict) for cell in cells):
+        raise EoschaosError(f"{path}: 'cell' must be [[cell]] tables, got {cells!r:.60}")
     if not cells:
         raise EoschaosError(f"{path}: no [[cell]] entries; a matrix needs at least one")
     defaults = document.get("defaults", {})
+    if not isinstance(defaults, dict):
+        raise EoschaosError(f"{path}: 'defaults' must be a [defaults] table, got {defaults!r:.60}")
     _check_keys(defaults, f"{path}: [defaults]", allow_cell_keys=False)
     runs: list[CellRun] = []
     names: set[str] = set()
