@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
+from listening import listening_addresses, not_on_loopback
 
-from eoschaos.clusters import admin
+from eoschaos.clusters import admin, processes
 from eoschaos.clusters.process_backend import ProcessCluster
 from eoschaos.contract.rundir import CLUSTER_FILE
 from eoschaos.workloads.smoke import create_topic, read_all, run_smoke
@@ -87,6 +88,13 @@ def test_cluster_starts_three_registered_brokers_and_records_its_versions(cluste
     assert info["metadata_version"].startswith(cluster.dist.version.rsplit(".", 1)[0])
     expected_tv = "2" if cluster.dist.major >= 4 else "0"
     assert info["transaction_version"] == expected_tv
+
+
+def test_every_process_of_the_cluster_listens_on_loopback_only(cluster):
+    pids = [process.pid for process in processes.still_alive(cluster.run_dir / "pids")]
+    listening = listening_addresses(pids)
+    assert len(listening) >= 4, "three brokers and Toxiproxy listen: they must be seen"
+    assert not_on_loopback(pids) == {}
 
 
 def test_clients_reach_brokers_only_through_their_proxies(cluster):

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+
+from listening import descendants, listening_addresses, not_on_loopback
 
 from eoschaos.checkers.spark import QUICK_JIT, QUICK_JIT_MAX_HISTORY_BYTES, java_options_for
 from eoschaos.contract.rundir import HISTORY_DIR
@@ -26,3 +29,9 @@ def test_a_large_history_keeps_the_jvms_optimising_jit(tmp_path):
 
 def test_the_session_records_no_python_call_site_per_dataframe_call(spark):
     assert spark.conf.get("spark.python.sql.dataFrameDebugging.enabled") == "false"
+
+
+def test_the_checkers_spark_listens_on_loopback_only(spark):
+    jvm = descendants(os.getpid())
+    assert listening_addresses(jvm), "Spark's driver JVM listens somewhere: it must be seen"
+    assert not_on_loopback(jvm) == {}

@@ -1,0 +1,79 @@
+"""Which addresses processes listen on, read from /proc: eoschaos binds only loopback."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from pathlib import Path
+
+LISTEN = "0A"  # TCP state in /proc/net/tcp
+
+
+def _socket_inodes(pid: int) -> set[str]:
+    inodes = set()
+    try:
+        for fd in Path(f"/proc/{pid}/fd").iterdir():
+            try:
+                target = os.readlink(fd)
+            except OSError:
+                continue
+            if target.startswith("socket:["):
+                inodes.add(target[len("socket:[") : -1])
+    except OSError:
+        pass  # the process is gone
+    return inodes
+
+
+def address_of(hex_address: str) -> str:
+    host, port = hex_address.split(":")
+    raw = bytes.fromhex(host)
+    # /proc/net/tcp{,6} prints each 32-bit word of the address in host (little-endian) order
+    words = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
+    ip = ipaddress.ip_address(words)
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:  # ::ffff:127.0.0.1
+        ip = ip.ipv4_mapped
+    return f"{ip}:{int(port, 16)}"
+
+
+def listening_addresses(pids: list[int]) -> dict[int, list[str]]:
+    """pid -> the addresses its TCP sockets listen on (IPv4 and IPv6)."""
+    inodes = {inode: pid for pid in pids for inode in _socket_inodes(pid)}
+    found: dict[int, list[str]] = {}
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            local, state, inode = fields[1], fields[3], fields[9]
+            if state == LISTEN and inode in inodes:
+                found.setdefault(inodes[inode], []).append(address_of(local))
+    return found
+
+
+def is_loopback(address: str) -> bool:
+    return ipaddress.ip_address(address.rsplit(":", 1)[0]).is_loopback
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live process below `pid` (Spark's JVM runs under a launcher script)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def not_on_loopback(pids: list[int]) -> dict[int, list[str]]:
+    """The listening addresses of `pids` that are not loopback."""
+    outside = {}
+    for pid, addresses in listening_addresses(pids).items():
+        wide = [address for address in addresses if not is_loopback(address)]
+        if wide:
+            outside[pid] = wide
+    return outside
