@@ -1,7 +1,8 @@
 """A real 3-broker KRaft cluster behind Toxiproxy: it runs transactions, survives and heals faults.
 
-Every test runs against each Kafka version in cluster_versions.KAFKA_VERSIONS and leaves the
-cluster healthy for the next one.
+Every test runs against each Kafka version in cluster_versions.KAFKA_VERSIONS (in CI, a test of
+Toxiproxy or of process signals alone on the first; nightly on every one) and leaves the cluster
+healthy for the next one.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from cluster_versions import OTHER_VERSIONS_NIGHTLY
 from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from listening import listening_addresses, not_on_loopback
@@ -163,6 +165,7 @@ def test_clean_stop_exits_on_sigterm_and_the_node_restarts(cluster):
     assert 2 in cluster.wait_healthy(timeout=120).brokers
 
 
+@OTHER_VERSIONS_NIGHTLY
 def test_disabling_a_client_proxy_cuts_clients_off_and_enabling_restores(cluster):
     only_node_2 = cluster.client_address(2)
     assert _reachable(only_node_2)
@@ -172,6 +175,7 @@ def test_disabling_a_client_proxy_cuts_clients_off_and_enabling_restores(cluster
     assert _reachable(only_node_2, timeout=10)
 
 
+@OTHER_VERSIONS_NIGHTLY
 def test_paused_broker_stops_answering_and_answers_again_after_resume(cluster):
     only_node_3 = cluster.client_address(3)
     cluster.pause_node(3)
@@ -197,6 +201,7 @@ def _produce_round_trips(bootstrap: str, topic: str, count: int) -> list[float]:
     return samples
 
 
+@OTHER_VERSIONS_NIGHTLY
 def test_downstream_latency_toxic_raises_produce_round_trip_by_the_delay(cluster):
     delay_ms = 400
     topic = _topic_led_by(cluster, 1)
@@ -275,6 +280,7 @@ def test_active_controller_is_a_voter_and_moves_when_killed(cluster):
     assert new_leader != leader and new_leader in cluster.spec.voter_ids
 
 
+@OTHER_VERSIONS_NIGHTLY
 def test_broker_logs_and_data_stay_in_the_run_dir(cluster):
     for node_id in cluster.spec.node_ids:
         log = cluster.node_dir(node_id) / "logs" / "server.log"
