@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from fuzzing import in_ci_and_nightly
 from hypothesis import strategies as st
 
 from eoschaos.chaos.catalogue import CATALOGUE
@@ -62,19 +62,6 @@ def read_or_refuse(read: Callable[[Path], Any], name: str, data: bytes) -> None:
             assert_one_line_naming(error, path)
 
 
-def fuzz(examples: int) -> Callable[[Callable[..., None]], Callable[..., None]]:
-    return settings(
-        max_examples=examples, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-    )
-
-
-def in_ci_and_nightly(body: Callable[..., None], **strategies: Any) -> tuple[Any, Any]:
-    """The same fuzzer twice: bounded for CI, and a nightly one with many more examples."""
-    ci = fuzz(CI_EXAMPLES)(given(**strategies)(body))
-    nightly = pytest.mark.chaos(fuzz(NIGHTLY_EXAMPLES)(given(**strategies)(body)))
-    return ci, nightly
-
-
 def _json(value: Any) -> bytes:
     return json.dumps(value).encode()
 
@@ -93,10 +80,6 @@ def read_schedule(data: bytes) -> None:
     read_or_refuse(load_schedule, "schedule.json", data)
 
 
-def schedule_of_bytes(data: bytes) -> None:
-    read_schedule(data)
-
-
 def schedule_of_json(value: Any) -> None:
     read_schedule(_json(value))
 
@@ -108,15 +91,20 @@ def schedule_of_near_entries(entries: list[dict[str, Any]]) -> None:
 (
     test_a_schedule_file_of_random_bytes_is_read_or_refused_in_one_line,
     test_a_schedule_file_of_random_bytes_is_read_or_refused_in_one_line_nightly,
-) = in_ci_and_nightly(schedule_of_bytes, data=RAW_BYTES)
+) = in_ci_and_nightly(read_schedule, CI_EXAMPLES, NIGHTLY_EXAMPLES, data=RAW_BYTES)
 (
     test_a_schedule_file_of_random_json_is_read_or_refused_in_one_line,
     test_a_schedule_file_of_random_json_is_read_or_refused_in_one_line_nightly,
-) = in_ci_and_nightly(schedule_of_json, value=JSON_VALUES)
+) = in_ci_and_nightly(schedule_of_json, CI_EXAMPLES, NIGHTLY_EXAMPLES, value=JSON_VALUES)
 (
     test_a_schedule_of_nearly_right_entries_is_read_or_refused_in_one_line,
     test_a_schedule_of_nearly_right_entries_is_read_or_refused_in_one_line_nightly,
-) = in_ci_and_nightly(schedule_of_near_entries, entries=st.lists(NEAR_ENTRIES, max_size=4))
+) = in_ci_and_nightly(
+    schedule_of_near_entries,
+    CI_EXAMPLES,
+    NIGHTLY_EXAMPLES,
+    entries=st.lists(NEAR_ENTRIES, max_size=4),
+)
 
 
 def test_a_deeply_nested_schedule_file_is_refused_in_one_line(tmp_path):
@@ -134,10 +122,6 @@ def read_run_manifest(data: bytes) -> None:
     read_or_refuse(lambda path: read_manifest(path.parent), RUN_MANIFEST, data)
 
 
-def manifest_of_bytes(data: bytes) -> None:
-    read_run_manifest(data)
-
-
 def manifest_of_json(value: Any, versioned: bool) -> None:
     if versioned and isinstance(value, dict):
         value = {**value, "history_schema": SCHEMA_VERSION}
@@ -147,11 +131,13 @@ def manifest_of_json(value: Any, versioned: bool) -> None:
 (
     test_a_run_json_of_random_bytes_is_read_or_refused_in_one_line,
     test_a_run_json_of_random_bytes_is_read_or_refused_in_one_line_nightly,
-) = in_ci_and_nightly(manifest_of_bytes, data=RAW_BYTES)
+) = in_ci_and_nightly(read_run_manifest, CI_EXAMPLES, NIGHTLY_EXAMPLES, data=RAW_BYTES)
 (
     test_a_run_json_of_random_json_is_read_or_refused_in_one_line,
     test_a_run_json_of_random_json_is_read_or_refused_in_one_line_nightly,
-) = in_ci_and_nightly(manifest_of_json, value=JSON_VALUES, versioned=st.booleans())
+) = in_ci_and_nightly(
+    manifest_of_json, CI_EXAMPLES, NIGHTLY_EXAMPLES, value=JSON_VALUES, versioned=st.booleans()
+)
 
 
 def test_a_deeply_nested_run_json_is_refused_in_one_line(tmp_path):
@@ -210,12 +196,8 @@ def _toml(defaults: dict[str, Any] | None, cells: list[dict[str, Any]], extra: s
     return "\n".join(lines) + "\n"
 
 
-def read_matrix(text: bytes) -> None:
-    read_or_refuse(load_matrix, "matrix.toml", text)
-
-
-def matrix_of_bytes(data: bytes) -> None:
-    read_matrix(data)
+def read_matrix(data: bytes) -> None:
+    read_or_refuse(load_matrix, "matrix.toml", data)
 
 
 def matrix_of_near_tables(defaults: Any, cells: Any, extra: str) -> None:
@@ -226,12 +208,14 @@ TOP_LEVEL_STRAYS = st.sampled_from(["", "cell = 3", 'defaults = "x"', "cell = []
 (
     test_a_matrix_file_of_random_bytes_is_read_or_refused_in_one_line,
     test_a_matrix_file_of_random_bytes_is_read_or_refused_in_one_line_nightly,
-) = in_ci_and_nightly(matrix_of_bytes, data=RAW_BYTES)
+) = in_ci_and_nightly(read_matrix, CI_EXAMPLES, NIGHTLY_EXAMPLES, data=RAW_BYTES)
 (
     test_a_matrix_of_nearly_right_tables_is_read_or_refused_in_one_line,
     test_a_matrix_of_nearly_right_tables_is_read_or_refused_in_one_line_nightly,
 ) = in_ci_and_nightly(
     matrix_of_near_tables,
+    CI_EXAMPLES,
+    NIGHTLY_EXAMPLES,
     defaults=st.none() | TABLES,
     cells=st.lists(TABLES, max_size=3),
     extra=TOP_LEVEL_STRAYS,

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from fuzzing import in_ci_and_nightly
 from hypothesis import strategies as st
 
 from eoschaos.checkers.synthetic import PLANT_CHECKS, Plants, RunShape, write_synthetic
@@ -248,19 +248,15 @@ def every_planted_anomaly_is_reported_and_none_invented(spark, tmp_path_factory,
         assert all(any(matches(e, t) for e in examples) for t in run.planted[plant])
 
 
-def _property(examples: int):
-    return settings(
-        max_examples=examples, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-    )(
-        given(chosen=ANOMALIES, seed=st.integers(0, 10_000))(
-            every_planted_anomaly_is_reported_and_none_invented
-        )
-    )
-
-
-test_every_planted_anomaly_is_reported_and_none_invented = _property(CI_EXAMPLES)
-test_every_planted_anomaly_is_reported_and_none_invented_nightly = pytest.mark.chaos(
-    _property(NIGHTLY_EXAMPLES)
+(
+    test_every_planted_anomaly_is_reported_and_none_invented,
+    test_every_planted_anomaly_is_reported_and_none_invented_nightly,
+) = in_ci_and_nightly(
+    every_planted_anomaly_is_reported_and_none_invented,
+    CI_EXAMPLES,
+    NIGHTLY_EXAMPLES,
+    chosen=ANOMALIES,
+    seed=st.integers(0, 10_000),
 )
 
 

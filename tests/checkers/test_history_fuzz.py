@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from fuzzing import in_ci_and_nightly
 from hypothesis import strategies as st
 
 from eoschaos.checkers.synthetic import RunShape, write_synthetic
@@ -63,19 +63,14 @@ def damaged_history_is_judged_or_refused(spark, correct_run, line, where, newlin
         assert verdict["verdict"] in ("PASS", "FAIL", "UNKNOWN")
 
 
-def _fuzzer(examples: int):
-    return settings(
-        max_examples=examples,
-        deadline=None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-    )(
-        given(line=DAMAGED_LINES, where=st.floats(0, 1), newline=st.booleans())(
-            damaged_history_is_judged_or_refused
-        )
-    )
-
-
-test_a_damaged_history_line_is_judged_or_refused_naming_its_file = _fuzzer(CI_EXAMPLES)
-test_a_damaged_history_line_is_judged_or_refused_naming_its_file_nightly = pytest.mark.chaos(
-    _fuzzer(NIGHTLY_EXAMPLES)
+(
+    test_a_damaged_history_line_is_judged_or_refused_naming_its_file,
+    test_a_damaged_history_line_is_judged_or_refused_naming_its_file_nightly,
+) = in_ci_and_nightly(
+    damaged_history_is_judged_or_refused,
+    CI_EXAMPLES,
+    NIGHTLY_EXAMPLES,
+    line=DAMAGED_LINES,
+    where=st.floats(0, 1),
+    newline=st.booleans(),
 )
