@@ -130,6 +130,7 @@ def _read_parquet(spark: SparkSession, path: Path, run_dir: Path) -> tuple[DataF
     try:
         found.count()  # reads every file's footer: a damaged file surfaces here, as one line
     except (PySparkException, Py4JJavaError) as error:
+        _raise_if_executors_cannot_read(error, path)
         raise EoschaosError(f"{path}: unreadable Parquet ({_first_line(error)}); {fix}") from None
     note = path / DAMAGE_NOTE
     damage = json.loads(note.read_text()) if note.exists() else []
@@ -151,12 +152,16 @@ def _read_jsonl(spark: SparkSession, directory: Path) -> tuple[DataFrame, list[s
         .coalesce(_partitions_for(spark, sum(f.stat().st_size for f in files)))
         .cache()  # parsed once; Spark also refuses to query the corrupt column of raw JSON
     )
-    corrupt = (
-        raw.filter(F.col(CORRUPT).isNotNull())
-        .select("_file", CORRUPT)
-        .limit(MAX_CORRUPT_SHOWN)
-        .collect()
-    )
+    try:
+        corrupt = (
+            raw.filter(F.col(CORRUPT).isNotNull())
+            .select("_file", CORRUPT)
+            .limit(MAX_CORRUPT_SHOWN)
+            .collect()
+        )
+    except (PySparkException, Py4JJavaError) as error:
+        _raise_if_executors_cannot_read(error, directory)
+        raise
     damage = _classify_corrupt_lines([(row["_file"], row[CORRUPT]) for row in corrupt])
     return raw.filter(F.col(CORRUPT).isNull()).select(*event_schema().fieldNames()), damage
 
@@ -207,6 +212,19 @@ def _line_number(path: Path, text: str) -> int | str:
             if line.rstrip("\n") == text:
                 return number
     return "?"
+
+
+def _raise_if_executors_cannot_read(error: Exception, path: Path) -> None:
+    """A file this process listed that a task did not find: on a cluster, the executors do not
+    see the run directory (it is not on a filesystem they share with this machine). Without
+    this, the user would get a JVM stack trace about a file that plainly exists."""
+    text = str(error)
+    if "FILE_NOT_EXIST" in text or "java.io.FileNotFoundException" in text:
+        raise EoschaosError(
+            f"{path}: Spark's executors cannot read it, though this process can; put the run "
+            "directory on a filesystem every executor mounts at the same path, or check it "
+            "on a local master (docs/scale.md)"
+        ) from None
 
 
 def _first_line(error: Exception) -> str:

@@ -8,17 +8,28 @@ where a plan already sorted its input (streaming beats a hash map of millions of
 PySpark's DataFrame debugging is off: with it, every DataFrame and Column call also records its
 Python call site in the JVM (five py4j round trips each), about two thirds of the round trips a
 check makes while it builds its plans -- 2 s of a 5.5 s check of a small history.
+
+A cluster master (spark://) is asked three things before a check relies on it, each with a
+bound, because Spark itself would retry for a minute and then print a JVM stack trace: does
+it answer on its port, does it register this application, and does it give it an executor.
+A "no" is one line naming the master and the fix (EoschaosError, exit 2). docs/scale.md.
 """
 
 from __future__ import annotations
 
 import os
+import socket
 import sys
+import threading
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
+import pyspark
+from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
+from eoschaos.contract.errors import EoschaosError
 from eoschaos.contract.rundir import HISTORY_DIR
 
 DEFAULT_MASTER = "local[*]"
@@ -31,6 +42,15 @@ JAVA_OPTIONS = "-Dlog4j2.level=WARN"
 QUICK_JIT = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m"
 # Up to this much history (JSON lines) a check is seconds of work: C1 alone serves it best.
 QUICK_JIT_MAX_HISTORY_BYTES = 256 << 20
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+MASTER_CONNECT_TIMEOUT_S = 5.0
+# Registering with a standalone master takes milliseconds; Spark's own client gives up only
+# after three 20 s attempts. Past this, the master is not going to take the application.
+MASTER_REGISTRATION_TIMEOUT_S = 40.0
+# How long a cluster may take to give the application its first executor (a busy cluster
+# queues it); the environment variable shortens it where waiting is pointless (tests).
+EXECUTOR_WAIT_ENV = "EOSCHAOS_SPARK_EXECUTOR_WAIT_S"
+EXECUTOR_WAIT_S = 120.0
 
 
 def java_options_for(run_dir: Path) -> str:
@@ -54,15 +74,22 @@ def spark_session(
     master = master or DEFAULT_MASTER
     print(f"eoschaos: starting Spark ({master}) ...", file=sys.stderr, flush=True)
     started = time.monotonic()
+    cluster_hosts = master_hosts(master)
+    for host, port in cluster_hosts:
+        _require_answer(master, host, port)
     builder = SparkSession.builder
-    if master.startswith("local"):
-        # Spark's driver would otherwise bind the host's first non-loopback address; a local
-        # checker serves nobody else, so everything it listens on stays on 127.0.0.1.
+    if master.startswith("local") or (
+        cluster_hosts and all(host in LOOPBACK_HOSTS for host, _ in cluster_hosts)
+    ):
+        # Spark's driver would otherwise bind the host's first non-loopback address. A local
+        # checker, or one whose cluster is on this machine's loopback, serves nobody else, so
+        # everything it listens on stays on 127.0.0.1. (A remote cluster's executors must
+        # reach the driver: there the user's spark.driver.host decides; docs/scale.md.)
         os.environ.setdefault("SPARK_LOCAL_IP", LOOPBACK)
         builder = builder.config("spark.driver.bindAddress", LOOPBACK).config(
             "spark.driver.host", LOOPBACK
         )
-    spark = (
+    builder = (
         builder.master(master)
         .appName(app)
         .config("spark.driver.memory", DRIVER_MEMORY)
@@ -74,9 +101,97 @@ def spark_session(
         .config("spark.python.sql.dataFrameDebugging.enabled", "false")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
-        .getOrCreate()
     )
+    spark = _registered(builder, master) if cluster_hosts else builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    if cluster_hosts:
+        _await_executor(spark, master)
     elapsed = time.monotonic() - started
     print(f"eoschaos: Spark ready in {elapsed:.1f}s", file=sys.stderr, flush=True)
     return spark
+
+
+def master_hosts(master: str) -> list[tuple[str, int]]:
+    """The (host, port) pairs of a standalone master URL (spark://h:p or, with standby
+    masters, spark://h1:p1,h2:p2); [] for any other master (local, yarn, k8s)."""
+    if not master.startswith("spark://"):
+        return []
+    hosts = []
+    for entry in master.removeprefix("spark://").split(","):
+        parts = urlsplit(f"//{entry}")
+        try:
+            port = parts.port or 7077
+        except ValueError:
+            port = None
+        if not parts.hostname or port is None:
+            raise EoschaosError(
+                f"--spark-master {master}: {entry!r} is not host:port; give it as spark://HOST:PORT"
+            )
+        hosts.append((parts.hostname, port))
+    return hosts
+
+
+def _require_answer(master: str, host: str, port: int) -> None:
+    try:
+        socket.create_connection((host, port), timeout=MASTER_CONNECT_TIMEOUT_S).close()
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        raise EoschaosError(
+            f"the Spark master {master} does not answer on {host}:{port} ({reason}); start it "
+            "or point --spark-master at a running one"
+        ) from None
+
+
+def _registered(builder: SparkSession.Builder, master: str) -> SparkSession:
+    """builder.getOrCreate(), given MASTER_REGISTRATION_TIMEOUT_S to register with `master`.
+
+    Past the bound the driver JVM is stopped, which ends the blocked call; either way a master
+    that did not take the application is one line, with nothing of this session left running.
+    """
+    registered = threading.Event()
+    timed_out = threading.Event()
+
+    def stop_a_driver_that_never_registers() -> None:
+        if registered.wait(MASTER_REGISTRATION_TIMEOUT_S):
+            return
+        timed_out.set()
+        gateway = SparkContext._gateway
+        if gateway is not None and gateway.proc is not None:
+            gateway.proc.kill()
+
+    threading.Thread(target=stop_a_driver_that_never_registers, daemon=True).start()
+    try:
+        return builder.getOrCreate()
+    except Exception as error:  # py4j, or the JVM's own refusal: both mean "not taken"
+        if timed_out.is_set():
+            what = f"did not register this application within {MASTER_REGISTRATION_TIMEOUT_S:.0f} s"
+        else:
+            first = (str(error).strip() or type(error).__name__).splitlines()[0][:200]
+            what = f"did not accept this application ({first})"
+        raise EoschaosError(
+            f"the Spark master {master} {what}; check that it is a running Spark "
+            f"{pyspark.__version__} standalone master and what its log says"
+        ) from None
+    finally:
+        registered.set()
+
+
+def _await_executor(spark: SparkSession, master: str) -> None:
+    """Wait for the cluster to give this application an executor: without one, Spark's first
+    job would wait forever, printing only that it "has not accepted any resources"."""
+    wait_s = float(os.environ.get(EXECUTOR_WAIT_ENV, EXECUTOR_WAIT_S))
+    status = spark.sparkContext._jsc.sc().getExecutorMemoryStatus  # the driver counts as one
+    deadline = time.monotonic() + wait_s
+    while status().size() < 2:
+        if time.monotonic() > deadline:
+            conf = spark.sparkContext.getConf()
+            memory = conf.get("spark.executor.memory", "1g")
+            cores = conf.get("spark.executor.cores", "all of a worker's")
+            spark.stop()
+            raise EoschaosError(
+                f"the Spark master {master} gave this application no executor in "
+                f"{wait_s:.0f} s: no worker has spark.executor.memory={memory} and "
+                f"{cores} cores free; free a worker, or lower these settings in "
+                "$SPARK_CONF_DIR/spark-defaults.conf"
+            )
+        time.sleep(0.2)
