@@ -1,25 +1,37 @@
 """Benchmark: check_run over a synthetic 10M-record history with planted anomalies.
 
     .venv/bin/python scripts/bench_checkers.py [--records 10000000] [--runs 3]
-        [--run-dir DIR] [--master local[*]]
+        [--run-dir DIR] [--master local[*] | --standalone-workers N] [--json FILE]
 
-Generates the history once (Parquet, in a child process so the checker's JVM starts clean and
-its peak RSS is its own; reused when DIR already holds it), then times Spark's start and each
-check_run separately, verifies the verdict reports exactly the planted anomalies, and prints
-records/s. Numbers go to docs/benchmarks.md by hand.
+Generates the history once (Parquet, in a child process so the checker's JVM starts clean;
+reused when DIR already holds it), then times Spark's start and each check_run separately,
+verifies the verdict reports exactly the planted anomalies, and prints records/s next to two
+references measured in the same run, so a ratio survives a noisy machine:
+- the floor on this engine: one Spark scan of every history column the checks read;
+- a peer: four core checks (lost, duplicate, aborted read, order) in DuckDB over the same
+  Parquet (a dev-only dependency, never used by the product), whose counts must match.
+--standalone-workers N starts a real Spark standalone cluster on loopback (N workers of one
+core each, tests/spark_standalone.py) and checks on it. Peak RSS is the whole process tree's
+(driver JVM, cluster and executors included), sampled. Numbers go to docs/benchmarks.md.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from pathlib import Path
 
 from eoschaos.checkers.synthetic import Plants, RunShape
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))  # the standalone cluster the tests start, shared
 
 PLANTS = Plants(
     lost=3,
@@ -64,17 +76,158 @@ def generate(run_dir: Path, records: int) -> None:
     spark.stop()
 
 
-def peak_rss_mib(pid: int | str) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
+class TreeRss:
+    """Peak resident memory of this process and every process below it, sampled: the driver
+    JVM, the Spark standalone cluster and its executors are all children (/usr/bin/time sees
+    only the Python process)."""
+
+    def __init__(self, every_s: float = 0.25) -> None:
+        self.peak_mib = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, args=(every_s,), daemon=True)
+        self._thread.start()
+
+    def _sample(self, every_s: float) -> None:
+        while not self._stop.wait(every_s):
+            self.peak_mib = max(self.peak_mib, sum(_rss_kib(p) for p in _tree(os.getpid())) / 1024)
+
+    def stop(self) -> float:
+        self._stop.set()
+        self._thread.join()
+        return self.peak_mib
 
 
-def bench(run_dir: Path, records: int, runs: int, master: str | None) -> None:
+def _tree(root: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo += children.get(pid, [])
+    return found
+
+
+def _rss_kib(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def scan_floor(spark, run_dir: Path) -> float:
+    """One Spark pass reading every history column the checks read, writing nothing."""
+    from eoschaos.checkers.history_io import event_schema
+    from eoschaos.contract.rundir import PARQUET_DIR
+
+    started = time.monotonic()
+    events = spark.read.parquet(str(run_dir / PARQUET_DIR))
+    events.select(*event_schema().fieldNames()).write.format("noop").mode("overwrite").save()
+    return time.monotonic() - started
+
+
+DUCKDB_CORE = {
+    # Each is the count the Spark check reports for the same history.
+    "delivery.lost": """
+        WITH per_id AS (
+            SELECT id,
+                   max(CASE WHEN kind = 'send' AND type = 'ok' THEN 1 ELSE 0 END) AS acked,
+                   count(*) FILTER (WHERE kind = 'read' AND process = 'final-committed'
+                                    AND topic = $input) AS in_n,
+                   count(*) FILTER (WHERE kind = 'read' AND process = 'final-committed'
+                                    AND topic = $output) AS out_n
+            FROM h WHERE kind = 'send' OR (kind = 'read' AND process = 'final-committed')
+            GROUP BY id)
+        SELECT count(*) FROM per_id WHERE (acked = 1 OR in_n > 0) AND out_n = 0""",
+    "delivery.duplicate": """
+        WITH per_id AS (
+            SELECT id,
+                   count(*) FILTER (WHERE topic = $input) AS in_n,
+                   count(*) FILTER (WHERE topic = $output) AS out_n
+            FROM h WHERE kind = 'read' AND process = 'final-committed' GROUP BY id)
+        SELECT count(*) FROM per_id WHERE id IS NOT NULL AND out_n > greatest(in_n, 1)""",
+    "isolation.aborted-read": """
+        WITH txns AS (
+            SELECT instance, incarnation, txn_seq,
+                   min(time) FILTER (WHERE f = 'commit' AND type = 'ok') AS committed_at,
+                   bool_or(f = 'begin' AND fate = 'abort') AS begin_abort,
+                   bool_or(f = 'abort' AND type = 'invoke') AS abort_invoked,
+                   bool_or(f = 'commit' AND type = 'fail') AS commit_failed
+            FROM h WHERE kind = 'txn' GROUP BY ALL),
+        reads AS (
+            SELECT r.process, r.instance, r.incarnation, r.txn_seq,
+                   bool_or(r.fate = 'abort' OR (t.committed_at IS NULL
+                           AND (t.begin_abort OR t.abort_invoked OR t.commit_failed))) AS aborted
+            FROM h r LEFT JOIN txns t USING (instance, incarnation, txn_seq)
+            WHERE r.kind = 'read' AND r.topic = $output AND r.process <> 'final-uncommitted'
+            GROUP BY ALL)
+        SELECT count(*) FROM reads WHERE aborted""",
+    "isolation.order": """
+        WITH per_offset AS (
+            SELECT process, topic, partition, "offset", count(*) AS n, min(time) AS t
+            FROM h WHERE kind = 'read' AND topic IN ($input, $output) GROUP BY ALL),
+        ordered AS (
+            SELECT *, lag(t) OVER (PARTITION BY process, topic, partition
+                                   ORDER BY "offset") AS prev_t,
+                   min("offset") OVER (PARTITION BY process, topic, partition) AS lo,
+                   max("offset") OVER (PARTITION BY process, topic, partition) AS hi
+            FROM per_offset),
+        bounds AS (SELECT DISTINCT process, topic, partition, lo, hi FROM ordered),
+        skipped AS (
+            SELECT count(*) AS n FROM per_offset f JOIN bounds b USING (topic, partition)
+            WHERE f.process = 'final-committed'
+              AND b.process NOT IN ('final-committed', 'final-uncommitted')
+              AND f."offset" > b.lo AND f."offset" < b.hi
+              AND NOT EXISTS (SELECT 1 FROM per_offset o WHERE o.process = b.process
+                              AND o.topic = f.topic AND o.partition = f.partition
+                              AND o."offset" = f."offset"))
+        SELECT (SELECT count(*) FROM ordered WHERE n > 1)
+             + (SELECT count(*) FROM ordered WHERE t < prev_t)
+             + (SELECT n FROM skipped)""",
+}
+
+
+def duckdb_core(run_dir: Path, threads: int) -> tuple[float, dict[str, int]]:
+    """The four core checks in DuckDB over the same Parquet: seconds and counts."""
+    try:
+        import duckdb
+    except ImportError:
+        raise SystemExit("the DuckDB reference needs duckdb: pip install -e '.[bench]'") from None
+
+    from eoschaos.contract.rundir import PARQUET_DIR
+
+    manifest = json.loads((run_dir / "run.json").read_text())
+    topics = {
+        "input": manifest.get("input_topic", "input-topic"),
+        "output": manifest.get("output_topic", "output-topic"),
+    }
+    connection = duckdb.connect()
+    connection.execute(f"SET threads = {threads}")
+    started = time.monotonic()
+    files = str(run_dir / PARQUET_DIR / "**" / "*.parquet").replace("'", "''")
+    connection.execute(
+        f"CREATE VIEW h AS SELECT * FROM read_parquet('{files}', hive_partitioning = true)"
+    )
+    counts = {}
+    for check, sql in DUCKDB_CORE.items():
+        used = {name: topic for name, topic in topics.items() if f"${name}" in sql}
+        counts[check] = connection.execute(sql, used).fetchone()[0]
+    return time.monotonic() - started, counts
+
+
+def bench(run_dir: Path, records: int, runs: int, master: str | None) -> dict:
     from eoschaos.checkers.spark import spark_session
     from eoschaos.checkers.verdict import check_run
 
+    rss = TreeRss()
     started = time.monotonic()
     spark = spark_session(master, app="eoschaos-bench")
     startup = time.monotonic() - started
@@ -87,22 +240,52 @@ def bench(run_dir: Path, records: int, runs: int, master: str | None) -> None:
         found = {k: c["count"] for k, c in verdict["checks"].items() if c["verdict"] == "FAIL"}
         status = "ok" if found == expected else f"MISMATCH {found} != {expected}"
         print(f"run {n + 1}: {seconds:.1f}s  {records / seconds:,.0f} records/s  {status}")
+        if found != expected:
+            raise SystemExit(f"the verdict does not report the planted anomalies: {status}")
+    floor = scan_floor(spark, run_dir)
+    cores = spark.sparkContext.defaultParallelism
     conf = spark.sparkContext.getConf()
-    jvm_pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
-    print(f"events: {verdict['checker']['events']:,}")
-    print(f"spark startup: {startup:.1f}s")
-    print(
-        f"check_run median {statistics.median(times):.1f}s (min {min(times):.1f}s): "
-        f"{records / statistics.median(times):,.0f} input records/s"
-    )
-    print(
-        f"settings: master={spark.sparkContext.master} "
-        f"driver.memory={conf.get('spark.driver.memory')} "
-        f"shuffle.partitions={spark.conf.get('spark.sql.shuffle.partitions')} "
-        f"adaptive={spark.conf.get('spark.sql.adaptive.enabled')}"
-    )
-    print(f"peak RSS: JVM {peak_rss_mib(jvm_pid):,.0f} MiB, Python {peak_rss_mib('self'):,.0f} MiB")
+    settings = {
+        "master": spark.sparkContext.master,
+        "cores": cores,
+        "driver.memory": conf.get("spark.driver.memory"),
+        "executor.memory": conf.get("spark.executor.memory", "1g (default)"),
+        "shuffle.partitions": spark.conf.get("spark.sql.shuffle.partitions"),
+        "adaptive": spark.conf.get("spark.sql.adaptive.enabled"),
+    }
     spark.stop()
+    peak = rss.stop()
+    duck_seconds, duck_counts = duckdb_core(run_dir, threads=os.cpu_count() or 2)
+    wrong = {c: n for c, n in duck_counts.items() if n != expected.get(c, 0)}
+    median = statistics.median(times)
+    result = {
+        "input_records": records,
+        "events": verdict["checker"]["events"],
+        "check_seconds": median,
+        "check_seconds_all": times,
+        "records_per_second": records / median,
+        "spark_start_seconds": startup,
+        "scan_floor_seconds": floor,
+        "duckdb_core_seconds": duck_seconds,
+        "duckdb_core_counts": duck_counts,
+        "duckdb_counts_match": not wrong,
+        "peak_rss_mb": peak * 1.048576,
+        "compaction_seconds": None,  # the synthetic history is written as Parquet directly
+        "spark_master": settings["master"],
+        "settings": settings,
+    }
+    print(f"events: {result['events']:,}; spark start {startup:.1f}s; settings {settings}")
+    print(
+        f"check_run median {median:.1f}s (min {min(times):.1f}s): "
+        f"{records / median:,.0f} input records/s"
+    )
+    print(f"scan floor (Spark, every column read): {floor:.1f}s -> check is {median / floor:.1f}x")
+    print(
+        f"DuckDB, 4 core checks: {duck_seconds:.1f}s -> check is {median / duck_seconds:.1f}x"
+        + (f"  COUNTS DIFFER {wrong}" if wrong else "  (counts match)")
+    )
+    print(f"peak RSS of the process tree: {peak:,.0f} MiB")
+    return result
 
 
 def main() -> None:
@@ -111,6 +294,14 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--run-dir", type=Path, default=Path("/tmp/eoschaos-bench-checkers"))
     parser.add_argument("--master", default=None)
+    parser.add_argument(
+        "--standalone-workers",
+        type=int,
+        default=0,
+        help="start a Spark standalone cluster of N one-core workers on loopback and use it",
+    )
+    parser.add_argument("--executor-memory", default="4g", help="with --standalone-workers")
+    parser.add_argument("--json", type=Path, help="write the figures here")
     parser.add_argument("--generate", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     run_dir = args.run_dir / f"records-{args.records}"
@@ -120,7 +311,26 @@ def main() -> None:
     if not (run_dir / "expected.json").exists():
         command = [sys.executable, __file__, "--generate", "--records", str(args.records)]
         subprocess.run([*command, "--run-dir", str(args.run_dir)], check=True)
-    bench(run_dir, args.records, args.runs, args.master)
+    cluster = None
+    master = args.master
+    if args.standalone_workers:
+        from spark_standalone import StandaloneSpark
+
+        home = Path(tempfile.mkdtemp(prefix="eoschaos-bench-spark-"))
+        cluster = StandaloneSpark(
+            home, workers=args.standalone_workers, cores=1, memory=args.executor_memory
+        )
+        # The way a user sets executor settings for eoschaos: spark-defaults.conf.
+        (home / "spark-defaults.conf").write_text(f"spark.executor.memory {args.executor_memory}\n")
+        os.environ["SPARK_CONF_DIR"] = str(home)
+        master = cluster.start().url
+    try:
+        result = bench(run_dir, args.records, args.runs, master)
+    finally:
+        if cluster is not None:
+            cluster.stop()
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2) + "\n")
 
 
 if __name__ == "__main__":
