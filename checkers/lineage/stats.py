@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from eoschaos.checkers.delivery import place
 from eoschaos.checkers.lineage.keys import txn_column, txn_known
 from eoschaos.contract.history import FINAL_COMMITTED
 
@@ -50,45 +51,58 @@ def graph_stats(history: History, input_topic: str, output_topic: str) -> dict[s
 
 
 def _per_input_stats(history: History, input_topic: str, output_topic: str) -> dict[str, int]:
-    """Output reads grouped into output records, those grouped by record id with the sends and
-    input-scan records, then summed over the ids: one job, two shuffles.
+    """Sends, input-scan records and output reads placed by record id in ONE shuffle, then
+    three aggregations on that placement with no exchange between them: per output record
+    (id, partition/offset), per (id, transaction), per id; then summed over the ids.
 
+    Placing by id once is what makes this cheap: grouping the reads by position first and then
+    by id shuffled every read twice (at 10M input records, 72 s of a 150 s verdict).
     An id with no acked send and no input-scan record is not an input (a phantom's id): its
     outputs and reads count, its degrees do not. A position two readers saw with different ids
-    (an inconsistent-offsets anomaly) counts once, under one of them.
+    (an inconsistent-offsets anomaly) counts under each of them.
     """
     reads = history.kind("read")
-    outputs = (
-        reads.where(F.col("topic") == output_topic)
-        .groupBy("partition", "offset")
-        .agg(
-            F.first("id", ignorenulls=True).alias("id"),
-            F.first(txn_column(), ignorenulls=True).alias("txn"),
-            F.max((F.col("process") == FINAL_COMMITTED).cast("int")).alias("committed"),
-            F.count("*").alias("reads"),
-        )
-        .select("id", F.lit(False), "txn", "committed", "reads", F.lit(1))
-    )
     none = F.lit(None)
+    outputs = reads.where(F.col("topic") == output_topic).select(
+        "id",
+        F.lit(False).alias("is_input"),
+        place().alias("place"),
+        txn_column().alias("txn"),
+        (F.col("process") == FINAL_COMMITTED).cast("int").alias("committed"),
+    )
     inputs = (
         history.kind("send")
         .where(F.col("type") == "ok")
         .select("id")
         .union(reads.where(F.col("topic") == input_topic).select("id"))
-        .select("id", F.lit(True), none, none, none, none)
-    )
-    per_id = (
-        inputs.union(outputs)
-        .toDF("id", "is_input", "txn", "committed", "reads", "output")
-        .groupBy("id")
-        .agg(
-            F.max("is_input").alias("is_input"),
-            F.size(F.collect_set("txn")).alias("consumers"),
-            F.sum("committed").alias("committed"),
-            F.sum("reads").alias("reads"),
-            F.sum("output").alias("outputs"),
-            F.count("txn").alias("produced"),
+        .select(
+            "id",
+            F.lit(True).alias("is_input"),
+            none.cast("long").alias("place"),
+            none.alias("txn"),
+            none.cast("int").alias("committed"),
         )
+    )
+    by_id = outputs.unionByName(inputs, allowMissingColumns=True).repartition("id")
+    per_record = by_id.groupBy("id", "place").agg(
+        F.max("is_input").alias("is_input"),
+        F.first("txn", ignorenulls=True).alias("txn"),
+        F.max("committed").alias("committed"),
+        F.count("committed").alias("reads"),  # output reads only: inputs carry no flag
+    )
+    per_txn = per_record.groupBy("id", "txn").agg(
+        F.max("is_input").alias("is_input"),
+        F.count("place").alias("outputs"),
+        F.sum("committed").alias("committed"),
+        F.sum("reads").alias("reads"),
+    )
+    per_id = per_txn.groupBy("id").agg(
+        F.max("is_input").alias("is_input"),
+        F.count("txn").alias("consumers"),  # one row per distinct known transaction
+        F.sum("committed").alias("committed"),
+        F.sum("reads").alias("reads"),
+        F.sum("outputs").alias("outputs"),
+        F.sum(F.when(F.col("txn").isNotNull(), F.col("outputs"))).alias("produced"),
     )
     is_input = F.col("is_input")
     committed = F.coalesce(F.col("committed"), F.lit(0))
