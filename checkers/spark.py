@@ -22,6 +22,8 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -35,6 +37,11 @@ from eoschaos.contract.rundir import HISTORY_DIR
 DEFAULT_MASTER = "local[*]"
 LOOPBACK = "127.0.0.1"
 DRIVER_MEMORY = "4g"
+# The driver's heap, for a history too big for DRIVER_MEMORY (in local mode the driver runs
+# the checks too). An environment variable, so that `run`, `check`, `matrix` and the pytest
+# plugin all take it.
+DRIVER_MEMORY_ENV = "EOSCHAOS_SPARK_DRIVER_MEMORY"
+OOM_EXIT_CODE = 52  # how Spark ends a JVM whose task ran out of memory (SparkExitCode.OOM)
 SHUFFLE_PARTITIONS = 8
 JAVA_OPTIONS = "-Dlog4j2.level=WARN"
 # For many small checks (tests): C1-only JIT compiles Spark's generated code ~10x cheaper and
@@ -92,7 +99,7 @@ def spark_session(
     builder = (
         builder.master(master)
         .appName(app)
-        .config("spark.driver.memory", DRIVER_MEMORY)
+        .config("spark.driver.memory", driver_memory())
         .config("spark.driver.extraJavaOptions", f"{JAVA_OPTIONS} {java_options}".strip())
         .config("spark.sql.shuffle.partitions", str(SHUFFLE_PARTITIONS))
         .config("spark.sql.adaptive.enabled", "true")
@@ -109,6 +116,33 @@ def spark_session(
     elapsed = time.monotonic() - started
     print(f"eoschaos: Spark ready in {elapsed:.1f}s", file=sys.stderr, flush=True)
     return spark
+
+
+def driver_memory() -> str:
+    return os.environ.get(DRIVER_MEMORY_ENV) or DRIVER_MEMORY
+
+
+@contextmanager
+def failures_explained(what: str) -> Iterator[None]:
+    """Spark work whose driver may die under it: an out-of-memory death (the JVM's error, or
+    the JVM gone with Spark's OOM exit code) becomes one line naming the setting to raise,
+    instead of a JVM stack trace or py4j's "connection refused"."""
+    try:
+        yield
+    except Exception as error:
+        gateway = SparkContext._gateway
+        exit_code = gateway.proc.poll() if gateway is not None and gateway.proc else None
+        text = str(error)
+        if exit_code == OOM_EXIT_CODE or "java.lang.OutOfMemoryError" in text:
+            raise EoschaosError(
+                f"Spark ran out of memory {what} (driver heap {driver_memory()}); raise it, "
+                f"e.g. {DRIVER_MEMORY_ENV}=16g, or check on a Spark cluster (docs/scale.md)"
+            ) from None
+        if exit_code is not None:
+            raise EoschaosError(
+                f"Spark's driver JVM exited (code {exit_code}) {what}; its log is above"
+            ) from None
+        raise
 
 
 def master_hosts(master: str) -> list[tuple[str, int]]:

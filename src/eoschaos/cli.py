@@ -202,7 +202,7 @@ def new_run_dir(requested: Path | None, prefix: str) -> Path:
         stamp = time.strftime("%Y%m%d-%H%M%S")
         requested = Path("eoschaos-runs") / f"{prefix}-{stamp}"
     if requested.exists() and (not requested.is_dir() or any(requested.iterdir())):
-        raise EoschaosError(f"run dir {requested} exists and is not empty; pass a new --run-dir")
+        raise EoschaosError(f"run dir {requested} exists and is not empty; pass a new --out")
     return requested.resolve()
 
 
@@ -280,7 +280,8 @@ def cmd_cleanup(args: argparse.Namespace) -> int:
     if args.run_dir is not None:
         if is_run_dir(args.run_dir):
             targets = [args.run_dir]
-        elif (args.run_dir / RESULTS_FILE).exists():  # a matrix output: its clusters
+        elif (args.run_dir / RESULTS_FILE).exists() or (args.run_dir / RUN_MANIFEST).exists():
+            # a matrix output, or an `eoschaos run` directory: the clusters started inside it
             targets = registered_within(args.run_dir)
         else:
             raise EoschaosError(

@@ -283,15 +283,17 @@ def judge_in_session(
     """judge_run in a session that stays warm for the next run (a matrix); returns the
     verdict and the seconds its phases took (check: compaction included; report)."""
     from eoschaos.checkers.history_io import compact_history
+    from eoschaos.checkers.spark import failures_explained
     from eoschaos.checkers.verdict import check_run
     from eoschaos.reports.html import write_report
 
     started = time.monotonic()
-    if not (run_dir / PARQUET_DIR / "_SUCCESS").exists():
-        progress("compacting the history to Parquet")
-        compact_history(spark, run_dir)
-    progress("checking the history")
-    verdict = check_run(spark, run_dir)
+    with failures_explained(f"checking {run_dir}"):
+        if not (run_dir / PARQUET_DIR / "_SUCCESS").exists():
+            progress("compacting the history to Parquet")
+            compact_history(spark, run_dir)
+        progress("checking the history")
+        verdict = check_run(spark, run_dir)
     checked = time.monotonic()
     (run_dir / VERDICT_FILE).write_text(json.dumps(verdict, indent=2, default=str) + "\n")
     write_report(verdict, run_dir / REPORT_FILE)

@@ -5,9 +5,19 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
 from listening import descendants, listening_addresses, not_on_loopback
 
-from eoschaos.checkers.spark import QUICK_JIT, QUICK_JIT_MAX_HISTORY_BYTES, java_options_for
+from eoschaos.checkers.spark import (
+    DRIVER_MEMORY,
+    DRIVER_MEMORY_ENV,
+    QUICK_JIT,
+    QUICK_JIT_MAX_HISTORY_BYTES,
+    driver_memory,
+    failures_explained,
+    java_options_for,
+)
+from eoschaos.contract.errors import EoschaosError
 from eoschaos.contract.rundir import HISTORY_DIR
 
 
@@ -35,3 +45,20 @@ def test_the_checkers_spark_listens_on_loopback_only(spark):
     jvm = descendants(os.getpid())
     assert listening_addresses(jvm), "Spark's driver JVM listens somewhere: it must be seen"
     assert not_on_loopback(jvm) == {}
+
+
+def test_the_driver_heap_can_be_raised_from_the_environment(monkeypatch):
+    assert driver_memory() == DRIVER_MEMORY
+    monkeypatch.setenv(DRIVER_MEMORY_ENV, "16g")
+    assert driver_memory() == "16g"
+
+
+def test_running_out_of_memory_is_one_line_naming_the_setting_to_raise():
+    expected = f"ran out of memory checking R .*{DRIVER_MEMORY_ENV}"
+    with pytest.raises(EoschaosError, match=expected), failures_explained("checking R"):
+        raise RuntimeError("o123.collect: java.lang.OutOfMemoryError: Java heap space")
+
+
+def test_other_spark_failures_pass_through_unchanged(spark):
+    with pytest.raises(RuntimeError, match="not about memory"), failures_explained("checking R"):
+        raise RuntimeError("not about memory")

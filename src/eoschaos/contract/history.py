@@ -3,9 +3,10 @@
 Every process of a run (seeder, each processor incarnation, observer, final scans, nemesis)
 appends its own JSON-lines file under ``RUN_DIR/history/``. One file per writer means no
 locking between processes, and a killed writer damages at most its own last line. Lines are
-written whole, with one ``os.write`` per flush, and flushed at least every second, so a crash
-loses at most the last second. At the end of a run the files are compacted into one Parquet
-dataset partitioned by ``kind``. docs/history.md documents every field.
+written whole, with one ``os.write`` per flush, and flushed at least every FLUSH_INTERVAL_S
+(0.5 s), so a crash loses at most the last half second. At the end of a run the files are
+compacted into one Parquet dataset partitioned by ``kind``. docs/history.md documents every
+field.
 """
 
 from __future__ import annotations

@@ -1,0 +1,40 @@
+"""`eoschaos run` killed with SIGKILL (a CI job's timeout) at a moment of each phase, then
+`eoschaos cleanup RUN_DIR`: nothing of the run is left running or listening, the re-check is a
+verdict or one line (an unfinished run never reads as PASS), and the killed process's writers
+lost no more history than their flush interval. CI kills at one moment of each phase; nightly
+adds kills at random moments. scripts/kill_trials.py runs many and prints the figures."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from kill_trials import RUN_ARGS, RUN_SECONDS, random_trial, run_trial
+
+
+def assert_nothing_lost_or_left(trial) -> None:
+    assert trial.problems() == [], trial
+
+
+@pytest.mark.cluster
+@pytest.mark.parametrize(
+    ("moment", "delay_s"), [("cluster start", 2.0), ("workload", 6.0), ("checking", 1.0)]
+)
+def test_a_run_killed_during_a_phase_leaves_nothing_and_never_reads_as_pass(
+    tmp_path, moment, delay_s
+):
+    trial = run_trial(tmp_path / "run", moment, delay_s, RUN_ARGS)
+    assert not trial.finished_first, "the kill came after the run ended: it tests nothing"
+    assert trial.phase_hit == moment
+    assert_nothing_lost_or_left(trial)
+    if moment == "workload":  # mid-run: the history exists and is judged unfinished
+        assert (trial.check_verdict, trial.check_complete) in (("UNKNOWN", False), ("FAIL", False))
+        assert trial.check_exit in (1, 3)
+
+
+@pytest.mark.cluster
+@pytest.mark.chaos
+@pytest.mark.parametrize("seed", range(10))
+def test_a_run_killed_at_a_random_moment_leaves_nothing_and_never_reads_as_pass(tmp_path, seed):
+    trial = random_trial(tmp_path / "run", random.Random(seed), RUN_SECONDS, run_args=RUN_ARGS)
+    assert_nothing_lost_or_left(trial)
