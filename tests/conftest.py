@@ -13,12 +13,12 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from cluster_versions import KAFKA_VERSIONS
+from commandline import run_eoschaos
 
 from eoschaos.clusters import kafka_dist, processes, toxiproxy
 from eoschaos.clusters.broker_config import ClusterSpec
@@ -50,17 +50,6 @@ def cluster(session_cluster: ProcessCluster) -> Iterator[ProcessCluster]:
         else:
             session_cluster.start_node(node_id)
     session_cluster.wait_healthy(timeout=120)
-
-
-def run_eoschaos(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "eoschaos.cli", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        check=False,
-    )
 
 
 @pytest.fixture

@@ -27,6 +27,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from commandline import run_eoschaos
 from listening import LISTEN, address_of
 
 # A short kip447 eos run with a broker kill: cluster ~15 s, workload 20 s, then final scans,
@@ -131,11 +132,11 @@ def run_trial(
     reader.join(timeout=5)
     trial.phase_hit = max(seen, key=seen.get) if seen else "before any progress"
     trial.writer_loss_s = _writer_loss(run_dir, killed_wall)
-    cleanup = _eoschaos("cleanup", str(run_dir), env=env)
+    cleanup = run_eoschaos("cleanup", str(run_dir), env=env)
     trial.cleanup_exit = cleanup.returncode
     trial.leftover_processes = _await_leftovers(run_dir)
     trial.leftover_ports = sorted(_listening_ports() - ports_before)
-    check = _eoschaos("check", str(run_dir), env=env)
+    check = run_eoschaos("check", str(run_dir), env=env)
     lines = check.stderr.strip().splitlines()
     trial.check_exit = check.returncode
     trial.check_last_line = lines[-1] if lines else ""
@@ -176,17 +177,6 @@ def _follow(child: subprocess.Popen, seen: dict[str, float], started: float) -> 
         for phase, start in PHASES:
             if line.startswith(start) and phase not in seen:
                 seen[phase] = time.monotonic() - started
-
-
-def _eoschaos(*args: str, env: dict[str, str] | None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "eoschaos.cli", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        check=False,
-    )
 
 
 def _writer_loss(run_dir: Path, killed_wall: float) -> dict[str, float]:
