@@ -164,7 +164,7 @@ def summary(trials: list[Trial]) -> dict:
         "with_problems": sum(not trial.ok for trial in trials),
         "leftover_processes": sum(len(trial.leftover_processes) for trial in trials),
         "leftover_ports": sum(len(trial.leftover_ports) for trial in trials),
-        "check_exits": sorted({trial.check_exit for trial in trials if trial.check_exit}),
+        "check_exits": sorted({t.check_exit for t in trials if t.check_exit is not None}),
         "max_writer_loss_s": max(losses, default=0.0),
         "problems": {trial.run_dir: trial.problems() for trial in trials if not trial.ok},
         "runs": [asdict(trial) for trial in trials],
