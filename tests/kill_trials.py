@@ -6,6 +6,7 @@ what a user is left with:
 - ports still listening that were not listening before the run;
 - what the re-check says: a verdict (UNKNOWN/FAIL for an unfinished run, any for a finished
   one) or exit 2 with one line, never a traceback;
+- every address a process of the run listened on while it ran (sampled): loopback only;
 - how much history each writer of the killed process lost: the time from its last recorded
   event to the kill, for writers that were writing when it came (the bound is the writer's
   flush interval, 0.5 s).
@@ -28,7 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from commandline import run_eoschaos
-from listening import LISTEN, address_of
+from listening import LISTEN, address_of, descendants, is_loopback, listening_addresses
 
 # A short kip447 eos run with a broker kill: cluster ~15 s, workload 20 s, then final scans,
 # compaction and the check.
@@ -45,6 +46,7 @@ PHASES = [
 ACTIVE_WITHIN_S = 1.0  # a writer with an event this close to the kill was writing when it came
 LEFTOVER_GRACE_S = 15.0  # orphans that watch their parent exit on their own within this
 IN_PROCESS_WRITERS = ("seeder", "observer", "nemesis")
+LISTEN_SAMPLE_S = 0.5  # how often the run's processes' listening sockets are read
 
 
 @dataclass
@@ -66,6 +68,7 @@ class Trial:
     check_last_line: str = ""
     check_traceback: bool = False
     writer_loss_s: dict[str, float] = field(default_factory=dict)
+    listened_on: list[str] = field(default_factory=list)  # every address seen while it ran
 
     @property
     def ok(self) -> bool:
@@ -75,6 +78,9 @@ class Trial:
         found = []
         if self.leftover_processes:
             found.append(f"processes left: {self.leftover_processes}")
+        outside = [address for address in self.listened_on if not is_loopback(address)]
+        if outside:
+            found.append(f"listened beyond loopback: {outside}")
         if self.leftover_ports:
             found.append(f"ports still listening: {self.leftover_ports}")
         if self.check_traceback:
@@ -117,10 +123,17 @@ def run_trial(
     reader = threading.Thread(target=_follow, args=(child, seen, started), daemon=True)
     reader.start()
     aim = "cluster start" if moment == "random" else moment
+    listened: set[str] = set()
+    sampled = 0.0
     while child.poll() is None and time.monotonic() - started < deadline_s:
         if aim in seen and time.monotonic() - started >= seen[aim] + delay_s:
             break
+        if time.monotonic() - sampled > LISTEN_SAMPLE_S:
+            sampled = time.monotonic()
+            for addresses in listening_addresses([child.pid, *descendants(child.pid)]).values():
+                listened.update(addresses)
         time.sleep(0.02)
+    trial.listened_on = sorted(listened)
     if child.poll() is None:
         child.send_signal(signal.SIGKILL)
         killed_wall = time.time()
@@ -209,13 +222,13 @@ def _last_time(path: Path) -> float | None:
 def _await_leftovers(run_dir: Path) -> list[str]:
     deadline = time.monotonic() + LEFTOVER_GRACE_S
     while True:
-        left = _processes_of(run_dir)
+        left = processes_of(run_dir)
         if not left or time.monotonic() > deadline:
             return left
         time.sleep(0.5)
 
 
-def _processes_of(run_dir: Path) -> list[str]:
+def processes_of(run_dir: Path) -> list[str]:
     """Live processes naming the run directory in their command line, environment or cwd."""
     needle = str(run_dir.resolve()).encode()
     found = []

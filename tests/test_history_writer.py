@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import threading
 import time
 
 import pytest
 
+from eoschaos.contract.errors import EoschaosError
 from eoschaos.contract.history import (
     FIELDS,
     FLUSH_INTERVAL_S,
@@ -122,3 +125,30 @@ def test_an_instance_that_writes_no_history_is_not_waited_for(tmp_path):
     started = time.monotonic()
     assert not await_instance_event(tmp_path, 0, _produced, timeout=30)
     assert time.monotonic() - started < 1
+
+
+def _on_a_full_disk(tmp_path) -> HistoryWriter:
+    """A writer whose file is /dev/full: every write fails with ENOSPC, as on a full disk."""
+    (tmp_path / "history").mkdir()
+    (tmp_path / "history" / "seeder.jsonl").symlink_to("/dev/full")
+    return HistoryWriter(tmp_path, "seeder")
+
+
+def test_a_full_disk_keeps_the_events_pending_and_says_so(tmp_path):
+    writer = _on_a_full_disk(tmp_path)
+    for n in range(3):
+        writer.record("send", "ok", "send", id=n)
+    with pytest.raises(OSError) as raised:
+        writer.flush()
+    assert raised.value.errno == errno.ENOSPC and writer.error is raised.value
+    room = tmp_path / "room.jsonl"  # the disk has room again: the same descriptor now writes
+    os.dup2(os.open(room, os.O_WRONLY | os.O_CREAT | os.O_APPEND), writer._fd)
+    writer.close()
+    assert [event["id"] for event in lines(room)] == [0, 1, 2]
+
+
+def test_closing_on_a_full_disk_is_one_line_naming_the_file(tmp_path):
+    writer = _on_a_full_disk(tmp_path)
+    writer.record("send", "ok", "send", id=1)
+    with pytest.raises(EoschaosError, match=r"seeder\.jsonl: .*No space left on device"):
+        writer.close()

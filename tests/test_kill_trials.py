@@ -1,8 +1,9 @@
 """`eoschaos run` killed with SIGKILL (a CI job's timeout) at a moment of each phase, then
-`eoschaos cleanup RUN_DIR`: nothing of the run is left running or listening, the re-check is a
-verdict or one line (an unfinished run never reads as PASS), and the killed process's writers
-lost no more history than their flush interval. CI kills at one moment of each phase; nightly
-adds kills at random moments. scripts/kill_trials.py runs many and prints the figures."""
+`eoschaos cleanup RUN_DIR`. Nothing the run started listened beyond loopback while it ran, and
+nothing of it is left running or listening afterwards. The re-check is a verdict or one line
+(an unfinished run never reads as PASS). The killed process's writers lost no more history
+than their flush interval. CI kills at one moment of each phase; nightly adds kills at random
+moments. scripts/kill_trials.py runs many and prints the figures."""
 
 from __future__ import annotations
 
@@ -26,7 +27,9 @@ def test_a_run_killed_during_a_phase_leaves_nothing_and_never_reads_as_pass(
     trial = run_trial(tmp_path / "run", moment, delay_s, RUN_ARGS)
     assert not trial.finished_first, "the kill came after the run ended: it tests nothing"
     assert trial.phase_hit == moment
-    assert_nothing_lost_or_left(trial)
+    assert_nothing_lost_or_left(trial)  # loopback only, too
+    if moment != "cluster start":
+        assert trial.listened_on, "the run's listening sockets must have been seen"
     if moment == "workload":  # mid-run: the history exists and is judged unfinished
         assert (trial.check_verdict, trial.check_complete) in (("UNKNOWN", False), ("FAIL", False))
         assert trial.check_exit in (1, 3)

@@ -37,6 +37,7 @@ from eoschaos.contract.rundir import (
     VERDICT_FILE,
     write_manifest,
 )
+from eoschaos.diskguard import DiskGuard
 from eoschaos.workloads import registry
 from eoschaos.workloads.harness.pipeline import WorkloadFailed
 
@@ -87,7 +88,18 @@ def record_run(
 
     With `cluster` given (the pytest plugin's session cluster) the run uses it and leaves it
     running and healthy; otherwise it starts its own under run_dir/cluster and stops it.
+    A run whose disk runs low stops as if interrupted, with one line saying so (DiskGuard).
     """
+    with DiskGuard(run_dir):
+        _record(config, run_dir, cluster, progress)
+
+
+def _record(
+    config: RunConfig,
+    run_dir: Path,
+    cluster: Cluster | None,
+    progress: Callable[[str], None],
+) -> None:
     registry.prepare(
         config.workload, cluster.dist.version if cluster else config.kafka_version, progress
     )

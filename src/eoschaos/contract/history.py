@@ -11,6 +11,7 @@ field.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
@@ -19,6 +20,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from eoschaos.contract.errors import EoschaosError
 from eoschaos.contract.rundir import HISTORY_DIR, SCHEMA_VERSION
 
 KINDS = ("send", "txn", "rebalance", "read", "instance", "fault", "end")
@@ -115,6 +117,7 @@ class HistoryWriter:
         self.path = directory / f"{process}.jsonl"
         self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         self._pending: list[str] = []
+        self.error: OSError | None = None  # the last write error, if any (a full disk)
         self._lock = threading.Lock()
         self._closed = threading.Event()
         self._flusher = threading.Thread(target=self._flush_periodically, daemon=True)
@@ -135,19 +138,34 @@ class HistoryWriter:
             self.flush()
 
     def flush(self) -> None:
+        """Write what is pending. On a write error (a full disk) what was not written stays
+        pending, in order, for the next flush, and the error is raised (and kept in `error`):
+        a history must never lose events silently."""
         with self._lock:
             data = "".join(self._pending).encode()
             self._pending.clear()
-            while data:  # regular files take it all at once; the loop covers the odd short write
-                data = data[os.write(self._fd, data) :]
+            try:
+                while data:  # regular files take it all at once; the loop covers short writes
+                    data = data[os.write(self._fd, data) :]
+            except OSError as exc:
+                self._pending.append(data.decode())  # JSON lines are ASCII: any cut decodes
+                self.error = exc
+                raise
 
     def close(self) -> None:
         if self._closed.is_set():
             return
         self._closed.set()
         self._flusher.join()
-        self.flush()
-        os.close(self._fd)
+        try:
+            self.flush()
+        except OSError as exc:
+            raise EoschaosError(
+                f"{self.path}: the last events could not be written ({exc.strerror}); what was "
+                "written before is kept. Free space on its disk"
+            ) from None
+        finally:
+            os.close(self._fd)
 
     def __enter__(self) -> HistoryWriter:
         return self
@@ -157,7 +175,10 @@ class HistoryWriter:
 
     def _flush_periodically(self) -> None:
         while not self._closed.wait(FLUSH_INTERVAL_S):
-            self.flush()
+            # On a write error the events stay pending and the error in `error`: retried at
+            # the next interval and at close.
+            with contextlib.suppress(OSError):
+                self.flush()
 
 
 def instance_history_files(run_dir: Path, instance: int) -> list[Path]:
