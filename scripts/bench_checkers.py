@@ -32,7 +32,9 @@ from pathlib import Path
 from eoschaos.checkers.synthetic import Plants, RunShape
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))  # the standalone cluster the tests start, shared
+sys.path.insert(0, str(ROOT / "tests"))  # the tests' standalone cluster and /proc readers
+
+from listening import descendants  # noqa: E402 (after the path insert)
 
 PLANTS = Plants(
     lost=3,
@@ -90,28 +92,13 @@ class TreeRss:
 
     def _sample(self, every_s: float) -> None:
         while not self._stop.wait(every_s):
-            self.peak_mib = max(self.peak_mib, sum(_rss_kib(p) for p in _tree(os.getpid())) / 1024)
+            tree = [os.getpid(), *descendants(os.getpid())]
+            self.peak_mib = max(self.peak_mib, sum(_rss_kib(pid) for pid in tree) / 1024)
 
     def stop(self) -> float:
         self._stop.set()
         self._thread.join()
         return self.peak_mib
-
-
-def _tree(root: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
-    found, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        found.append(pid)
-        todo += children.get(pid, [])
-    return found
 
 
 def _rss_kib(pid: int) -> int:

@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from commandline import run_eoschaos
-from listening import LISTEN, address_of, descendants, is_loopback, listening_addresses
+from listening import descendants, is_loopback, listening_addresses, listening_sockets
 
 # A short kip447 eos run with a broker kill: cluster ~15 s, workload 20 s, then final scans,
 # compaction and the check.
@@ -250,10 +250,4 @@ def processes_of(run_dir: Path) -> list[str]:
 
 def _listening_ports() -> set[int]:
     """Every TCP port listening on this machine (any process)."""
-    ports = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        for line in Path(table).read_text().splitlines()[1:]:
-            fields = line.split()
-            if fields[3] == LISTEN:
-                ports.add(int(address_of(fields[1]).rsplit(":", 1)[1]))
-    return ports
+    return {int(address.rsplit(":", 1)[1]) for address, _ in listening_sockets()}

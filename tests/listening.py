@@ -35,16 +35,24 @@ def address_of(hex_address: str) -> str:
     return f"{ip}:{int(port, 16)}"
 
 
+def listening_sockets() -> list[tuple[str, str]]:
+    """(address, socket inode) of every listening TCP socket on the machine (IPv4 and IPv6)."""
+    found = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] == LISTEN:
+                found.append((address_of(fields[1]), fields[9]))
+    return found
+
+
 def listening_addresses(pids: list[int]) -> dict[int, list[str]]:
     """pid -> the addresses its TCP sockets listen on (IPv4 and IPv6)."""
     inodes = {inode: pid for pid in pids for inode in _socket_inodes(pid)}
     found: dict[int, list[str]] = {}
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        for line in Path(table).read_text().splitlines()[1:]:
-            fields = line.split()
-            local, state, inode = fields[1], fields[3], fields[9]
-            if state == LISTEN and inode in inodes:
-                found.setdefault(inodes[inode], []).append(address_of(local))
+    for address, inode in listening_sockets():
+        if inode in inodes:
+            found.setdefault(inodes[inode], []).append(address)
     return found
 
 

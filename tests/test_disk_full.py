@@ -31,8 +31,9 @@ def test_free_space_falling_below_the_floor_interrupts_the_body(tmp_path):
 
 
 def test_a_body_with_room_runs_to_its_end(tmp_path):
-    with DiskGuard(tmp_path, floor_mb=0):
+    with DiskGuard(tmp_path, floor_mb=0) as guard:
         time.sleep(1.5)
+    assert guard.reason is None
 
 
 @pytest.mark.cluster

@@ -83,7 +83,7 @@ def _per_input_stats(history: History, input_topic: str, output_topic: str) -> d
             none.cast("int").alias("committed"),
         )
     )
-    by_id = outputs.unionByName(inputs, allowMissingColumns=True).repartition("id")
+    by_id = outputs.unionByName(inputs).repartition("id")
     per_record = by_id.groupBy("id", "place").agg(
         F.max("is_input").alias("is_input"),
         F.first("txn", ignorenulls=True).alias("txn"),
