@@ -31,6 +31,7 @@ import pyspark
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
+from eoschaos.checkers import class_archive
 from eoschaos.contract.errors import EoschaosError
 from eoschaos.contract.rundir import HISTORY_DIR
 
@@ -76,14 +77,16 @@ def spark_session(
 ) -> SparkSession:
     """A SparkSession on `master` (default local[*]); reuses one already running.
 
-    java_options are added to the driver JVM's (e.g. QUICK_JIT); they only take effect when
-    this call starts the JVM."""
+    java_options are added to the driver JVM's (e.g. QUICK_JIT), and so is its class archive
+    (checkers.class_archive); they only take effect when this call starts the JVM."""
     master = master or DEFAULT_MASTER
     print(f"eoschaos: starting Spark ({master}) ...", file=sys.stderr, flush=True)
     started = time.monotonic()
     cluster_hosts = master_hosts(master)
     for host, port in cluster_hosts:
         _require_answer(master, host, port)
+    if SparkContext._gateway is None:  # this call starts the driver JVM
+        java_options = f"{java_options} {class_archive.java_options()}"
     builder = SparkSession.builder
     if master.startswith("local") or (
         cluster_hosts and all(host in LOOPBACK_HOSTS for host, _ in cluster_hosts)
@@ -100,7 +103,7 @@ def spark_session(
         builder.master(master)
         .appName(app)
         .config("spark.driver.memory", driver_memory())
-        .config("spark.driver.extraJavaOptions", f"{JAVA_OPTIONS} {java_options}".strip())
+        .config("spark.driver.extraJavaOptions", f"{JAVA_OPTIONS} {java_options.strip()}".strip())
         .config("spark.sql.shuffle.partitions", str(SHUFFLE_PARTITIONS))
         .config("spark.sql.adaptive.enabled", "true")
         .config("spark.sql.execution.replaceHashWithSortAgg", "true")
