@@ -112,6 +112,24 @@ def _query_group_offsets(bootstrap: str, group: str, topic: str) -> list[list]:
     ]
 
 
+# The group's coordinator is moving or loading (a broker was just killed or restarted):
+# librdkafka does not flag these as retriable on a describe, yet they only mean "ask again".
+COORDINATOR_MOVING = (
+    KafkaError.NOT_COORDINATOR,
+    KafkaError.COORDINATOR_NOT_AVAILABLE,
+    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+)
+
+
+def not_yet(error: KafkaError) -> bool:
+    """A group query's error that means "not yet": retriable, timed out, coordinator moving."""
+    return (
+        error.retriable()
+        or error.code() == KafkaError._TIMED_OUT
+        or error.code() in COORDINATOR_MOVING
+    )
+
+
 def members_with_partitions(
     admin: AdminClient, group: str, timeout: float = ADMIN_TIMEOUT_S
 ) -> int:
@@ -125,8 +143,7 @@ def members_with_partitions(
             group
         ].result()
     except KafkaException as exc:
-        error = exc.args[0]
-        if error.retriable() or error.code() == KafkaError._TIMED_OUT:
+        if not_yet(exc.args[0]):
             return 0
         raise
     if description.state != ConsumerGroupState.STABLE:
