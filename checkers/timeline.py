@@ -1,8 +1,12 @@
-"""The run over time, for the report: when faults hit and healed, and throughput per second.
+"""The run over time, for the report: when faults hit and healed, throughput per second, and
+one lane per process.
 
 A reviewer reads a verdict next to what the pipeline was doing: sends acknowledged, commits
-and downstream reads per second show where a fault stalled it. Everything is aggregated in
-Spark; what is collected is one row per second of the run (fault events come from the census).
+and downstream reads per second show where a fault stalled it, and the lanes show which
+process did what when -- each instance incarnation's life and its transactions coloured by
+outcome, the seeder's and readers' activity (Jepsen's timeline.html, one lane per process).
+Everything is aggregated in Spark; what is collected is one row per second of the run and one
+row per lane and time bin (at most LANE_BINS bins, however long the run), never per event.
 """
 
 from __future__ import annotations
@@ -10,23 +14,190 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from eoschaos.checkers.census import Census
 from eoschaos.checkers.history_io import History
 from eoschaos.contract.history import FINAL_SCANS
 
+LANE_BINS = 1500  # a lane's resolution: bins per run, so a 10-minute run costs what 1 does
+MIN_BIN_S = 0.05
+ACTIVITY_GAP_BINS = 4  # idle gaps shorter than this do not split a lane's activity
+# A transaction's outcome as its bar shows it; a bin several touch shows the worst.
+OUTCOMES = ("committed", "unknown", "aborted", "fenced")
+OWN_KINDS = ("instance", "txn", "rebalance")  # events about the instance they name
 
-def timeline(history: History, census: Census) -> dict[str, Any]:
+
+def timeline(history: History, census: Census, txns: DataFrame | None = None) -> dict[str, Any]:
+    """`txns`: the transaction table (checkers.transactions), when the history has one."""
     start, end = census.start, census.end
     if start is None or end is None:
-        return {"start": None, "end": None, "faults": [], "throughput": []}
+        return {"start": None, "end": None, "faults": [], "throughput": [], "lanes": []}
+    bin_s = lane_bin_seconds(end - start)
+    lanes = _lanes(history, start, end, bin_s)
+    if txns is not None:
+        for lane, bars in _transaction_bars(txns, start, end, bin_s).items():
+            lanes.setdefault(lane, _lane(lane, "instance")).update(transactions=bars)
     return {
         "start": start,
         "end": end,
         "faults": _faults(census.faults, start),
         "throughput": _throughput(history, start, end),
+        "lane_bin_seconds": bin_s,
+        "lanes": sorted(lanes.values(), key=_lane_order),
     }
+
+
+def lane_bin_seconds(duration: float) -> float:
+    return round(max(MIN_BIN_S, duration / LANE_BINS), 3)
+
+
+def _instance_lane() -> Column:
+    """An instance's own events (its life, transactions, rebalances) by the incarnation they
+    name; a read's instance names the record's writer, not the reader, so reads keep theirs."""
+    named = F.col("instance").isNotNull() & F.col("incarnation").isNotNull()
+    return F.when(
+        F.col("kind").isin(*OWN_KINDS) & named,
+        F.concat(F.lit("instance "), F.col("instance"), F.lit("."), F.col("incarnation")),
+    )
+
+
+def _bin(time: Column, start: float, end: float, bin_s: float) -> Column:
+    last = int((end - start) // bin_s)
+    return F.least(F.greatest(F.floor((time - start) / bin_s), F.lit(0)), F.lit(last)).cast("int")
+
+
+def _lane(name: str, kind: str) -> dict[str, Any]:
+    return {
+        "lane": name,
+        "kind": kind,
+        "started": None,
+        "exited": None,
+        "activity": [],
+        "transactions": [],
+    }
+
+
+def _lanes(history: History, start: float, end: float, bin_s: float) -> dict[str, dict]:
+    """Per lane: when it was active (runs of busy bins), and an instance's start and exit."""
+    instance_lane = _instance_lane()
+    lifecycle = F.col("kind") == "instance"
+    rows = (
+        history.events.select(
+            F.coalesce(instance_lane, F.col("process")).alias("lane"),
+            instance_lane.isNotNull().alias("is_instance"),
+            _bin(F.col("time"), start, end, bin_s).alias("bin"),
+            F.when(lifecycle & (F.col("f") == "start"), F.col("time")).alias("start"),
+            F.when(lifecycle & (F.col("f") == "exit"), F.col("time")).alias("exit"),
+        )
+        .where(F.col("lane").isNotNull())
+        .groupBy("lane", "bin")
+        .agg(
+            F.count(F.lit(1)).alias("events"),
+            F.max("is_instance").alias("is_instance"),
+            F.min("start").alias("start"),
+            F.max("exit").alias("exit"),
+        )
+        .collect()
+    )
+    lanes: dict[str, dict] = {}
+    busy: dict[str, list[tuple[int, int]]] = {}
+    for row in rows:
+        lane = lanes.setdefault(
+            row["lane"], _lane(row["lane"], "instance" if row["is_instance"] else "process")
+        )
+        if row["start"] is not None:
+            lane["started"] = _earliest(lane["started"], row["start"] - start)
+        if row["exit"] is not None:
+            lane["exited"] = max(lane["exited"] or 0.0, row["exit"] - start)
+        busy.setdefault(row["lane"], []).append((row["bin"], row["events"]))
+    for name, bins in busy.items():
+        lanes[name]["activity"] = [
+            [round(first * bin_s, 3), round((last + 1) * bin_s, 3), events]
+            for first, last, events in _runs(sorted(bins), ACTIVITY_GAP_BINS)
+        ]
+    return lanes
+
+
+def _earliest(current: float | None, candidate: float) -> float:
+    return candidate if current is None else min(current, candidate)
+
+
+def _runs(bins: list[tuple[int, int]], gap: int) -> list[tuple[int, int, int]]:
+    """Sorted (bin, count) pairs as (first bin, last bin, total count) runs: bins at most
+    `gap` apart join one run."""
+    runs: list[tuple[int, int, int]] = []
+    for index, count in bins:
+        if runs and index - runs[-1][1] <= gap:
+            first, _, total = runs[-1]
+            runs[-1] = (first, index, total + count)
+        else:
+            runs.append((index, index, count))
+    return runs
+
+
+def _transaction_bars(
+    txns: DataFrame, start: float, end: float, bin_s: float
+) -> dict[str, list[list[Any]]]:
+    """Per instance lane, its transactions as bars [from, to, outcome, {outcome: transactions
+    begun in the bar}]: each transaction covers the bins from its first to its last event, a
+    bin shows the worst outcome among those covering it, and neighbouring bins of one outcome
+    join one bar -- a run of committed transactions is one green bar, an abort among them
+    stands out, and every transaction is counted once, under its own outcome."""
+    severity = (
+        F.when(F.col("committed_at").isNotNull(), 0)
+        .when(F.col("rejected") > 0, 3)
+        .when(F.col("aborted"), 2)
+        .otherwise(1)
+    )
+    first = _bin(F.col("began"), start, end, bin_s)
+    begins_here = F.col("bin") == F.col("first")
+    rows = (
+        txns.where(F.col("txn_seq").isNotNull())
+        .select(
+            "instance",
+            "incarnation",
+            severity.alias("severity"),
+            first.alias("first"),
+            F.explode(F.sequence(first, _bin(F.col("ended"), start, end, bin_s))).alias("bin"),
+        )
+        .groupBy("instance", "incarnation", "bin")
+        .agg(
+            F.max("severity").alias("severity"),
+            *[
+                F.count(F.when(begins_here & (F.col("severity") == level), 1)).alias(outcome)
+                for level, outcome in enumerate(OUTCOMES)
+            ],
+        )
+        .collect()
+    )
+    per_lane: dict[str, list[tuple[int, int, dict[str, int]]]] = {}
+    for row in rows:
+        lane = f"instance {row['instance']}.{row['incarnation']}"
+        begun = {outcome: row[outcome] for outcome in OUTCOMES if row[outcome]}
+        per_lane.setdefault(lane, []).append((row["bin"], row["severity"], begun))
+    bars: dict[str, list[list[Any]]] = {}
+    for lane, bins in per_lane.items():
+        merged: list[list[Any]] = []
+        for index, level, begun in sorted(bins, key=lambda entry: entry[0]):
+            if merged and merged[-1][1] == index and merged[-1][2] == OUTCOMES[level]:
+                merged[-1][1] = index + 1
+                for outcome, count in begun.items():
+                    merged[-1][3][outcome] = merged[-1][3].get(outcome, 0) + count
+            else:
+                merged.append([index, index + 1, OUTCOMES[level], dict(begun)])
+        bars[lane] = [[round(a * bin_s, 3), round(b * bin_s, 3), o, n] for a, b, o, n in merged]
+    return bars
+
+
+def _lane_order(lane: dict[str, Any]) -> tuple[int, str]:
+    """Producers first, then instances by number and incarnation, then readers and the rest."""
+    name = lane["lane"]
+    if lane["kind"] == "instance":
+        numbers = name.removeprefix("instance ").split(".")
+        return (1, *(int(n) if n.isdigit() else 0 for n in numbers), "")
+    return (0, 0, 0, name) if name == "seeder" else (2, 0, 0, name)
 
 
 def _faults(rows: list[dict[str, Any]], start: float) -> list[dict[str, Any]]:

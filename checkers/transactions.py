@@ -49,6 +49,8 @@ def transaction_table(history: History) -> DataFrame:
         .groupBy(*TXN_KEY)
         .agg(
             F.max("txn_id").alias("txn_id"),
+            F.min("time").alias("began"),  # its first and last event: its bar on the timeline
+            F.max("time").alias("ended"),
             F.max(F.when(F.col("f") == "begin", F.col("fate"))).alias("begin_fate"),
             F.coalesce(
                 F.max(F.when(_step("commit", "invoke"), F.col("generation"))),

@@ -3,7 +3,8 @@
 Spark jobs: the census (one grouped pass: readers, end state, faults, time span), the
 transaction table (one row per transaction, kept in memory), then every check's anomaly rows
 in ONE action -- the passes over sends and reads run as stages of it, and only counts and a
-few examples reach the driver -- and the per-second throughput for the timeline.
+few examples reach the driver -- and the timeline: throughput per second, process lanes, and
+the transactions' bars from the table still in memory.
 """
 
 from __future__ import annotations
@@ -86,6 +87,7 @@ def check_run(
             fencing.zombie_findings(txn_reads, txns),
         ]
     tallies = tally(functools.reduce(DataFrame.unionByName, parts), max_examples)
+    run_timeline = timeline(history, census, txns)
     if txns is not None:
         txns.unpersist()
     tallies.update(liveness.liveness_tallies(census, history.input_topic, max_examples))
@@ -110,7 +112,7 @@ def check_run(
         "checks": checks,
         "not_applicable": not_applicable,
         "stats": _stats(history, census, txn_stats),
-        "timeline": timeline(history, census),
+        "timeline": run_timeline,
     }
     if lineage:
         verdict["lineage"] = lineage_section(history, checks)

@@ -15,12 +15,16 @@ from pathlib import Path
 from typing import Any
 
 from eoschaos.reports.svg import (
+    LANE_LABEL_WIDTH,
+    OUTCOME_COLOURS,
     Band,
     esc,
     fault_timeline,
     lineage_drawing,
     lineage_legend,
+    process_lanes,
     throughput_chart,
+    timeline_width,
 )
 
 MAX_EXAMPLES_SHOWN = 5
@@ -45,6 +49,8 @@ pre, code { font: 12px/1.4 ui-monospace, monospace; } pre { background: #f9fafb;
 .muted { color: #6b7280; } .note { background: #eff6ff; border-left: 4px solid #3b82f6;
   padding: 6px 10px; }
 svg.chart { max-width: 100%; height: auto; font: 11px sans-serif; display: block; }
+.scroll { overflow-x: auto; } .scroll svg.chart { max-width: none; }
+.legend span.swatch.activity { background: #bfdbfe; }
 svg .unhealed { stroke: #991b1b; stroke-dasharray: 4 2; } svg .col { fill: #374151; }
 .legend span.swatch { display: inline-block; width: 14px; height: 10px;
   border: 1px solid #6b7280; margin: 0 4px 0 12px; }
@@ -250,13 +256,21 @@ def _timeline(verdict: dict) -> str:
     duration = end - start if isinstance(start, int | float) and isinstance(end, int | float) else 0
     candidates = [row.get("t") for row in throughput] + [b.end or b.start for b in bands]
     duration = max([duration, *(t for t in candidates if isinstance(t, int | float))])
-    parts = ["<h2>Timeline</h2>"]
+    width = timeline_width(duration)
+    parts = ['<section id="timeline"><h2>Timeline</h2>']
     if isinstance(start, int | float):
         began = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(start))
         parts.append(f"<p>Started {esc(began)}; {duration:.1f} s of history.</p>")
+    lanes = [_dict(lane) for lane in _list(timeline.get("lanes"))]
+    if lanes:
+        parts.append("<h3>Processes (fault windows shaded)</h3>")
+        parts.append(_lane_legend())
+        parts.append(f'<div class="scroll">{process_lanes(lanes, bands, duration)}</div>')
     parts.append("<h3>Faults</h3>")
     if bands:
-        parts.append(fault_timeline(bands, duration))
+        parts.append(
+            f'<div class="scroll">{fault_timeline(bands, duration, width, LANE_LABEL_WIDTH)}</div>'
+        )
         rows = [
             [_dict(f).get(k) for k in ("f", "target", "params", "start", "end")]
             for f in _list(timeline.get("faults"))
@@ -265,8 +279,22 @@ def _timeline(verdict: dict) -> str:
     else:
         parts.append("<p class='muted'>No faults were injected.</p>")
     parts.append("<h3>Throughput (records per second; fault windows shaded)</h3>")
-    parts.append(throughput_chart(throughput, bands, duration))
+    chart = throughput_chart(throughput, bands, duration, width, LANE_LABEL_WIDTH)
+    parts.append(f'<div class="scroll">{chart}</div></section>')
     return "".join(parts)
+
+
+def _lane_legend() -> str:
+    """What the lanes' marks mean, in words as well as colours."""
+    swatches = "".join(
+        f'<span class="swatch" style="background:{colour}"></span>{esc(outcome)} transaction'
+        for outcome, colour in OUTCOME_COLOURS.items()
+    )
+    return (
+        f'<p class="legend">{swatches}<span class="swatch activity"></span>activity '
+        '(events recorded)<span class="line" style="border-color:#374151"></span>'
+        "an instance's life, start to exit</p>"
+    )
 
 
 def _lineage(verdict: dict) -> str:

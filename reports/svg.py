@@ -20,6 +20,19 @@ FAULT_COLOUR = "#f97316"
 LANE_HEIGHT = 22
 FAULT_TEXT_CHARS = 70  # the whole title is in the tooltip
 CHART_HEIGHT = 240
+# Process lanes: a label column, then time. Outcome colours are also named in each bar's
+# tooltip and the legend's words, so colour is never the only carrier.
+LANE_LABEL_WIDTH = 130
+PX_PER_SECOND = 12
+MAX_TIMELINE_WIDTH = 16000
+PROCESS_LANE_HEIGHT = 20
+OUTCOME_COLOURS = {
+    "committed": "#16a34a",
+    "unknown": "#d97706",
+    "aborted": "#6b7280",
+    "fenced": "#7c3aed",
+}
+ACTIVITY_COLOUR = "#bfdbfe"
 
 # Lineage node types in the order data flows (the order the layout places them).
 COLUMNS = ("input", "txn", "offsets", "output", "read")
@@ -81,12 +94,18 @@ class Band:
     title: str
 
 
+def timeline_width(duration: float) -> int:
+    """Wide enough for PX_PER_SECOND, so a 10-minute run scrolls instead of blurring."""
+    return int(min(MAX_TIMELINE_WIDTH, max(WIDTH, LANE_LABEL_WIDTH + duration * PX_PER_SECOND)))
+
+
 class _TimeAxis:
     """Maps seconds to x pixels over the plot area."""
 
-    def __init__(self, duration: float) -> None:
+    def __init__(self, duration: float, width: float = WIDTH, left: float = MARGIN_LEFT) -> None:
         self.duration = max(duration, 1.0)
-        self.left, self.right = MARGIN_LEFT, WIDTH - MARGIN_RIGHT
+        self.width = width
+        self.left, self.right = left, width - MARGIN_RIGHT
 
     def x(self, seconds: float) -> float:
         clamped = min(max(seconds, 0.0), self.duration)
@@ -105,11 +124,13 @@ class _TimeAxis:
         return "".join(parts)
 
 
-def fault_timeline(bands: Sequence[Band], duration: float) -> str:
+def fault_timeline(
+    bands: Sequence[Band], duration: float, width: float = WIDTH, left: float = MARGIN_LEFT
+) -> str:
     """One lane per fault: a band from its start to its heal (to the end if never healed)."""
-    axis = _TimeAxis(duration)
+    axis = _TimeAxis(duration, width, left)
     height = MARGIN_TOP + LANE_HEIGHT * max(len(bands), 1) + MARGIN_BOTTOM
-    parts = [_svg_open(height, "fault timeline")]
+    parts = [_svg_open(height, "fault timeline", width)]
     for lane, band in enumerate(bands):
         y = MARGIN_TOP + lane * LANE_HEIGHT
         x0 = axis.x(band.start)
@@ -121,7 +142,7 @@ def fault_timeline(bands: Sequence[Band], duration: float) -> str:
             'fill-opacity="0.45">'
             f"<title>{esc(band.title)}</title></rect>"
         )
-        if x0 < WIDTH * 2 / 3:  # the fault's name reads from its start, or up to its end
+        if x0 < width * 2 / 3:  # the fault's name reads from its start, or up to its end
             anchor = f'x="{x0 + 4:.1f}"'
         else:
             anchor = f'x="{x1 - 4:.1f}" text-anchor="end"'
@@ -132,9 +153,15 @@ def fault_timeline(bands: Sequence[Band], duration: float) -> str:
     return "".join(parts)
 
 
-def throughput_chart(rows: Sequence[dict[str, Any]], bands: Sequence[Band], duration: float) -> str:
+def throughput_chart(
+    rows: Sequence[dict[str, Any]],
+    bands: Sequence[Band],
+    duration: float,
+    width: float = WIDTH,
+    left: float = MARGIN_LEFT,
+) -> str:
     """Records per second of each series over time, fault windows shaded behind the lines."""
-    axis = _TimeAxis(duration)
+    axis = _TimeAxis(duration, width, left)
     points = {name: [] for name in SERIES_COLOURS}
     for row in rows:
         t = _number(row.get("t"))
@@ -152,19 +179,13 @@ def throughput_chart(rows: Sequence[dict[str, Any]], bands: Sequence[Band], dura
     def y(value: float) -> float:
         return bottom - (bottom - top) * value / top_value
 
-    parts = [_svg_open(CHART_HEIGHT, "throughput per second")]
-    for band in bands:
-        x0, x1 = axis.x(band.start), axis.x(axis.duration if band.end is None else band.end)
-        parts.append(
-            f'<rect class="fault-window" x="{x0:.1f}" y="{top}" '
-            f'width="{max(x1 - x0, 2):.1f}" height="{bottom - top}" '
-            f'fill="{FAULT_COLOUR}" fill-opacity="0.15"><title>{esc(band.title)}</title></rect>'
-        )
+    parts = [_svg_open(CHART_HEIGHT, "throughput per second", width)]
+    parts += [_fault_window(band, axis, top, bottom) for band in bands]
     for tick in ticks:
         parts.append(
-            f'<line x1="{MARGIN_LEFT}" y1="{y(tick):.1f}" x2="{WIDTH - MARGIN_RIGHT}" '
+            f'<line x1="{axis.left}" y1="{y(tick):.1f}" x2="{axis.right}" '
             f'y2="{y(tick):.1f}" stroke="#e5e7eb"/>'
-            f'<text x="{MARGIN_LEFT - 4}" y="{y(tick) + 4:.1f}" text-anchor="end">'
+            f'<text x="{axis.left - 4}" y="{y(tick) + 4:.1f}" text-anchor="end">'
             f"{_fmt(tick)}</text>"
         )
     for name, series in points.items():
@@ -177,13 +198,103 @@ def throughput_chart(rows: Sequence[dict[str, Any]], bands: Sequence[Band], dura
             )
     parts.append(axis.ticks_svg(bottom))
     for index, (name, colour) in enumerate(SERIES_COLOURS.items()):
-        x = MARGIN_LEFT + 10 + index * 110
+        x = axis.left + 10 + index * 110
         parts.append(
             f'<rect x="{x}" y="{MARGIN_TOP - 2}" width="12" height="3" fill="{colour}"/>'
             f'<text x="{x + 16}" y="{MARGIN_TOP + 4}">{name}/s</text>'
         )
     parts.append("</svg>")
     return "".join(parts)
+
+
+def process_lanes(lanes: Sequence[dict[str, Any]], bands: Sequence[Band], duration: float) -> str:
+    """One lane per process: its activity (light), an instance's life (a line from its start
+    to its exit) and its transactions as bars coloured by outcome; faults as bands across
+    every lane. The time axis is the throughput chart's, so the two read together."""
+    width = timeline_width(duration)
+    axis = _TimeAxis(duration, width, LANE_LABEL_WIDTH)
+    top = MARGIN_TOP
+    height = top + PROCESS_LANE_HEIGHT * max(len(lanes), 1) + MARGIN_BOTTOM
+    parts = [_svg_open(height, "process timeline", width)]
+    parts += [_fault_window(band, axis, top, height - MARGIN_BOTTOM) for band in bands]
+    for index, lane in enumerate(lanes):
+        parts.append(_lane_svg(lane, axis, top + index * PROCESS_LANE_HEIGHT))
+    parts.append(axis.ticks_svg(height - MARGIN_BOTTOM))
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _fault_window(band: Band, axis: _TimeAxis, top: float, bottom: float) -> str:
+    """A fault's window shaded from `top` to `bottom` behind what a chart draws over time."""
+    x0, x1 = axis.x(band.start), axis.x(axis.duration if band.end is None else band.end)
+    return (
+        f'<rect class="fault-window" x="{x0:.1f}" y="{top}" width="{max(x1 - x0, 2):.1f}" '
+        f'height="{bottom - top}" fill="{FAULT_COLOUR}" fill-opacity="0.15">'
+        f"<title>{esc(band.title)}</title></rect>"
+    )
+
+
+def _lane_svg(lane: dict[str, Any], axis: _TimeAxis, y: float) -> str:
+    name = str(lane.get("lane", "?"))
+    middle = y + PROCESS_LANE_HEIGHT / 2
+    parts = [
+        f'<g class="lane" data-lane="{esc(name)}">'
+        f'<text class="lane-name" x="{axis.left - 6}" y="{middle + 4:.1f}" text-anchor="end">'
+        f"{esc(_shorten(name, 20))}<title>{esc(name)}</title></text>"
+    ]
+    started, exited = _number(lane.get("started")), _number(lane.get("exited"))
+    if started is not None:
+        end = axis.duration if exited is None else exited
+        life = f"started {started:.3f}s, " + (
+            "still running at the end" if exited is None else f"exited {exited:.3f}s"
+        )
+        parts.append(
+            f'<line class="life" x1="{axis.x(started):.1f}" y1="{middle:.1f}" '
+            f'x2="{axis.x(end):.1f}" y2="{middle:.1f}" stroke="#374151">'
+            f"<title>{esc(name)}: {life}</title></line>"
+        )
+    for segment in _list_of_lists(lane.get("activity")):
+        x0, x1 = axis.x(_number(segment[0]) or 0.0), axis.x(_number(segment[1]) or 0.0)
+        parts.append(
+            f'<rect class="activity" x="{x0:.1f}" y="{middle - 3:.1f}" '
+            f'width="{max(x1 - x0, 1):.1f}" height="6" fill="{ACTIVITY_COLOUR}">'
+            f"<title>{esc(name)}: {esc(segment[2])} events, {segment[0]:.3f}s to "
+            f"{segment[1]:.3f}s</title></rect>"
+        )
+    for bar in _list_of_lists(lane.get("transactions")):
+        outcome = str(bar[2])
+        colour = OUTCOME_COLOURS.get(outcome, "#111827")
+        x0, x1 = axis.x(_number(bar[0]) or 0.0), axis.x(_number(bar[1]) or 0.0)
+        begun = _begun_words(bar[3] if len(bar) > 3 else None)
+        parts.append(
+            f'<rect class="txn {esc(outcome)}" x="{x0:.1f}" y="{y + 4}" '
+            f'width="{max(x1 - x0, 1.5):.1f}" height="{PROCESS_LANE_HEIGHT - 8}" '
+            f'fill="{colour}"><title>{esc(name)}: {esc(outcome)}; {esc(begun)} '
+            f"{bar[0]:.3f}s to {bar[1]:.3f}s</title></rect>"
+        )
+    parts.append("</g>")
+    return "".join(parts)
+
+
+def _begun_words(counts: Any) -> str:
+    """{"committed": 3, "aborted": 1} -> "begun here: 3 committed, 1 aborted,"."""
+    if not isinstance(counts, dict) or not counts:
+        return "no transaction begun here,"
+    return "begun here: " + ", ".join(f"{n} {outcome}" for outcome, n in counts.items()) + ","
+
+
+def _list_of_lists(value: Any) -> list[list[Any]]:
+    """The well-formed [from, to, ...] rows of a lane field; anything else is skipped."""
+    if not isinstance(value, list):
+        return []
+    return [
+        row
+        for row in value
+        if isinstance(row, list)
+        and len(row) >= 3
+        and _number(row[0]) is not None
+        and _number(row[1]) is not None
+    ]
 
 
 def _svg_open(height: float, title: str, width: float = WIDTH) -> str:

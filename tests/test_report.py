@@ -8,6 +8,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from browser import rendered_dom
 
 from eoschaos.reports.html import render_report, write_report
 
@@ -107,6 +108,8 @@ def verdict(result: str = "FAIL") -> dict:
                 {"f": "latency", "target": "broker 1", "params": "{}", "start": 20, "end": None},
             ],
             "throughput": [{"t": t, "sends": 100, "commits": 2, "reads": 90} for t in range(40)],
+            "lane_bin_seconds": 0.05,
+            "lanes": lanes(),
         },
         "lineage": lineage() if result == "FAIL" else {},
         "checker": {"seconds": 12.5, "spark_master": "local[*]", "spark_version": "4.3.0"},
@@ -115,6 +118,44 @@ def verdict(result: str = "FAIL") -> dict:
             "versions": {"eoschaos": "0.1.0", "confluent_kafka": "2.16.1", "librdkafka": "2.16.1"}
         },
     }
+
+
+def lanes() -> list[dict]:
+    """The seeder; instance 0's first incarnation (exited) and its second (still running at
+    the end), with a transaction of every outcome; the observer."""
+
+    def lane(name: str, started=None, exited=None, transactions=()) -> dict:
+        kind = "instance" if name.startswith("instance") else "process"
+        activity = [[started or 0.0, exited or 39.0, 400]]
+        return {
+            "lane": name,
+            "kind": kind,
+            "started": started,
+            "exited": exited,
+            "activity": activity,
+            "transactions": list(transactions),
+        }
+
+    return [
+        lane("seeder"),
+        lane(
+            "instance 0.0",
+            0.1,
+            6.0,
+            [[0.5, 4.0, "committed", {"committed": 7}], [4.0, 5.0, "aborted", {"aborted": 1}]],
+        ),
+        lane(
+            "instance 0.1",
+            7.0,
+            None,
+            [
+                [8.0, 9.0, "fenced", {"fenced": 1, "committed": 2}],
+                [9.0, 39.0, "committed", {"committed": 30}],
+                [39.0, 40.0, "unknown", {"unknown": 1}],
+            ],
+        ),
+        lane("observer"),
+    ]
 
 
 class _Elements(HTMLParser):
@@ -150,6 +191,9 @@ def hostile() -> dict:
     data["stats"] = {SCRIPT: BREAKOUT}
     data["config"]["note"] = SCRIPT
     data["timeline"]["faults"][0] |= {"f": SCRIPT, "target": BREAKOUT, "params": SCRIPT}
+    data["timeline"]["lanes"][1] |= {"lane": SCRIPT}
+    data["timeline"]["lanes"][1]["transactions"][0] = [0.5, 4.0, BREAKOUT, {SCRIPT: BREAKOUT}]
+    data["timeline"]["lanes"][1]["activity"][0][2] = BREAKOUT
     anomaly = data["lineage"]["anomalies"][0]
     anomaly["title"] = SCRIPT
     anomaly["nodes"][0] |= {"label": BREAKOUT, "detail": SCRIPT, "type": BREAKOUT}
@@ -197,12 +241,55 @@ def test_the_report_has_nothing_to_fetch():
     assert "default-src 'none'" in document  # and the browser is told to refuse any fetch
 
 
-def test_every_fault_gets_a_band_on_the_timeline_and_a_window_on_the_chart():
+def test_every_fault_gets_a_band_on_the_timeline_and_a_window_on_the_charts():
     document = render_report(verdict())
     assert document.count('class="fault-band"') == 1  # the kill, healed
     assert document.count('class="fault-band unhealed"') == 1  # the latency, never healed
-    assert document.count('class="fault-window"') == 2
+    assert document.count('class="fault-window"') == 2 * 2  # across the lanes, on the chart
     assert "latency broker 1 {}: 20.0s, never healed" in document
+
+
+def test_the_timeline_has_one_lane_per_process_seeder_first():
+    document = render_report(verdict())
+    timeline = re.search(r'<section id="timeline">.*?</section>', document).group(0)
+    assert re.findall(r'data-lane="([^"]*)"', timeline) == [
+        "seeder",
+        "instance 0.0",
+        "instance 0.1",
+        "observer",
+    ]
+
+
+def test_transactions_are_bars_named_by_their_outcome_in_class_and_words():
+    document = render_report(verdict())
+    bars = re.findall(r'<rect class="txn (\w+)".*?<title>(.*?)</title>', document)
+    assert [outcome for outcome, _ in bars] == [
+        "committed",
+        "aborted",
+        "fenced",
+        "committed",
+        "unknown",
+    ]
+    assert bars[1][1] == "instance 0.0: aborted; begun here: 1 aborted, 4.000s to 5.000s"
+    assert bars[2][1] == "instance 0.1: fenced; begun here: 1 fenced, 2 committed, 8.000s to 9.000s"
+
+
+def test_an_instance_life_runs_from_its_start_to_its_exit_or_the_end():
+    document = render_report(verdict())
+    lives = re.findall(r'<line class="life".*?<title>(.*?)</title>', document)
+    assert lives == [
+        "instance 0.0: started 0.100s, exited 6.000s",
+        "instance 0.1: started 7.000s, still running at the end",
+    ]
+
+
+def test_a_long_run_gets_a_wider_timeline_that_scrolls_instead_of_shrinking():
+    data = verdict()
+    data["timeline"]["end"] = data["timeline"]["start"] + 600
+    document = render_report(data)
+    lanes_chart = re.search(r'<div class="scroll"><svg class="chart" viewBox="0 0 (\d+) ', document)
+    assert int(lanes_chart.group(1)) > 600 * 10
+    assert re.search(r'aria-label="process timeline"', document)
 
 
 def test_the_throughput_chart_draws_one_line_per_series():
@@ -223,7 +310,7 @@ def test_a_complete_history_shows_no_banner():
 
 def test_each_anomaly_is_drawn_with_its_anomalous_nodes_outlined():
     document = render_report(verdict("FAIL"))
-    assert document.count('<svg class="chart"') == 3  # faults, throughput, one anomaly
+    assert document.count('<svg class="chart"') == 4  # lanes, faults, throughput, an anomaly
     assert document.count('<g class="node anomalous">') == 3
     assert document.count('<g class="node">') == 3
     assert document.count('<path class="edge"') == 5
@@ -265,3 +352,11 @@ def test_an_unfinished_run_reads_as_unknown_with_what_it_lacks():
     document = render_report(data)
     assert '<div class="verdict UNKNOWN">UNKNOWN</div>' in document
     assert 'id="unfinished"' in document and "no end state (log-end rows)" in document
+
+
+def test_the_timeline_renders_its_lanes_and_bars_in_a_real_browser(tmp_path: Path):
+    dom = rendered_dom(write_report(verdict(), tmp_path / "report.html"))
+    timeline = dom[dom.index('<section id="timeline">') :]
+    assert timeline.count('<g class="lane"') == 4
+    assert timeline.count('<rect class="txn ') == 5
+    assert 'aria-label="process timeline"' in timeline

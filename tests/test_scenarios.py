@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 from eoschaos.chaos.schedule import FaultEvent
-from eoschaos.contract.history import HUNG_ERROR_PREFIX, instance_history_files
+from eoschaos.contract.history import HUNG_ERROR_PREFIX, SUPERVISOR, instance_history_files
+from eoschaos.contract.rundir import HISTORY_DIR
 
 pytestmark = pytest.mark.cluster
 
@@ -382,3 +383,39 @@ def test_overall_verdict_and_artifacts(verdict_of, scenario):
     planned |= set(filter(None, options.get("faults", "").split(",")))
     applied = {fault["f"] for fault in verdict["timeline"]["faults"] if fault["end"] is not None}
     assert applied == planned, "every fault started and healed"
+
+
+def _incarnations_started(run_dir: str) -> set[str]:
+    """Every instance incarnation the supervisor started, as its timeline lane is named."""
+    events = (
+        json.loads(line)
+        for path in (Path(run_dir) / HISTORY_DIR).glob("*.jsonl")
+        for line in path.read_text().splitlines()
+        if line.strip()
+    )
+    return {
+        f"instance {e['instance']}.{e['incarnation']}"
+        for e in events
+        if e.get("process") == SUPERVISOR and e.get("f") == "start"
+    }
+
+
+@pytest.mark.parametrize("scenario", _scenarios())
+def test_the_timeline_has_a_lane_for_every_incarnation_and_bars_for_every_transaction(
+    verdict_of, scenario
+):
+    verdict = verdict_of(scenario)
+    lanes = {lane["lane"]: lane for lane in verdict["timeline"]["lanes"]}
+    started = _incarnations_started(verdict["run_dir"])
+    assert started, "the supervisor recorded no instance start"
+    assert {name: lanes[name]["started"] is not None for name in started if name in lanes} == {
+        name: True for name in started
+    }
+    begun: dict[str, int] = {}
+    for lane in lanes.values():
+        for _, _, _, counts in lane["transactions"]:
+            for outcome, count in counts.items():
+                begun[outcome] = begun.get(outcome, 0) + count
+    transactions = verdict["stats"]["transactions"]
+    assert sum(begun.values()) == transactions.get("total", 0)
+    assert begun.get("committed", 0) == transactions.get("committed", 0)

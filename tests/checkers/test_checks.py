@@ -90,6 +90,37 @@ def test_timeline_pairs_each_fault_with_its_heal(clean):
     assert 0 < faults[0]["start"] < faults[0]["end"]
 
 
+def begun_by_outcome(verdict: dict) -> dict[str, int]:
+    """Transactions begun, per outcome, summed over every lane's bars."""
+    begun: dict[str, int] = {}
+    for lane in verdict["timeline"]["lanes"]:
+        for _, _, _, counts in lane["transactions"]:
+            for outcome, count in counts.items():
+                begun[outcome] = begun.get(outcome, 0) + count
+    return begun
+
+
+def test_timeline_has_a_lane_per_process_and_per_instance_incarnation(clean):
+    run, verdict = clean
+    lanes = [lane["lane"] for lane in verdict["timeline"]["lanes"]]
+    instances = [f"instance {i}.1" for i in range(run.shape.instances)]
+    assert lanes[: 1 + len(instances)] == ["seeder", *instances]
+    assert "observer" in lanes
+
+
+def test_timeline_bars_count_each_transaction_once_by_its_outcome(clean):
+    run, verdict = clean
+    aborted = sum(run.shape.aborts(k) for k in range(run.shape.slots))
+    assert begun_by_outcome(verdict) == {"committed": run.shape.slots, "aborted": aborted}
+
+
+def test_timeline_bars_of_a_history_with_anomalies_still_add_up(planted):
+    transactions = planted[1]["stats"]["transactions"]
+    begun = begun_by_outcome(planted[1])
+    assert sum(begun.values()) == transactions["total"]
+    assert begun["committed"] == transactions["committed"]
+
+
 def test_timeline_has_one_row_per_second_adding_up_to_the_history(clean):
     run, verdict = clean
     throughput = verdict["timeline"]["throughput"]
