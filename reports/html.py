@@ -113,6 +113,28 @@ def _text(value: Any) -> str:
     return str(value)
 
 
+def params_in_words(params: Any) -> str:
+    """A fault's params (JSON text from the history) as words: {"broker": 1,
+    "mid_transaction": true} -> "broker 1, mid transaction yes"; anything else as it is."""
+    try:
+        value = json.loads(params) if isinstance(params, str) else params
+    except ValueError:
+        return str(params)
+    if not isinstance(value, dict):
+        return _text(value)
+
+    def word(item: Any) -> str:
+        return ("yes" if item else "no") if isinstance(item, bool) else _text(item)
+
+    return ", ".join(f"{str(key).replace('_', ' ')} {word(item)}" for key, item in value.items())
+
+
+def _milliseconds(seconds: Any) -> str:
+    """Seconds to the millisecond, as text so the table does not print a float's tail."""
+    number = seconds if isinstance(seconds, int | float) and not isinstance(seconds, bool) else None
+    return "" if number is None else f"{number:.3f}"
+
+
 def _table(headers: list[str], rows: list[list[Any]]) -> str:
     head = "".join(f"<th>{esc(h)}</th>" for h in headers)
     body = "".join(
@@ -241,7 +263,8 @@ def _fault_bands(timeline: dict) -> list[Band]:
         end = fault.get("end") if isinstance(fault.get("end"), int | float) else None
         window = f"{start:.1f}s to {end:.1f}s" if end is not None else f"{start:.1f}s, never healed"
         label = f"{_text(fault.get('f'))} {_text(fault.get('target'))}".strip()
-        title = f"{label} {_text(fault.get('params'))}: {window}"
+        params = params_in_words(fault.get("params"))
+        title = f"{label} ({params}): {window}" if params else f"{label}: {window}"
         bands.append(Band(float(start), end, label, title))
     return bands
 
@@ -272,10 +295,16 @@ def _timeline(verdict: dict) -> str:
             f'<div class="scroll">{fault_timeline(bands, duration, width, LANE_LABEL_WIDTH)}</div>'
         )
         rows = [
-            [_dict(f).get(k) for k in ("f", "target", "params", "start", "end")]
-            for f in _list(timeline.get("faults"))
+            [
+                fault.get("f"),
+                fault.get("target"),
+                params_in_words(fault.get("params")),
+                _milliseconds(fault.get("start")),
+                _milliseconds(fault.get("end")) or "never healed",
+            ]
+            for fault in map(_dict, _list(timeline.get("faults")))
         ]
-        parts.append(_table(["fault", "target", "params", "start (s)", "healed (s)"], rows))
+        parts.append(_table(["fault", "target", "what it saw", "start (s)", "healed (s)"], rows))
     else:
         parts.append("<p class='muted'>No faults were injected.</p>")
     parts.append("<h3>Throughput (records per second; fault windows shaded)</h3>")

@@ -246,7 +246,22 @@ def test_every_fault_gets_a_band_on_the_timeline_and_a_window_on_the_charts():
     assert document.count('class="fault-band"') == 1  # the kill, healed
     assert document.count('class="fault-band unhealed"') == 1  # the latency, never healed
     assert document.count('class="fault-window"') == 2 * 2  # across the lanes, on the chart
-    assert "latency broker 1 {}: 20.0s, never healed" in document
+    assert "latency broker 1: 20.0s, never healed" in document
+
+
+def test_fault_params_read_as_words_and_times_to_the_millisecond():
+    data = verdict()
+    data["timeline"]["faults"][0] |= {
+        "params": '{"instance": 0, "mid_transaction": true}',
+        "start": 7.725637674331665,
+    }
+    document = render_report(data)
+    row = re.search(r"<tr><td>kill</td>.*?</tr>", document).group(0)
+    assert "<td>instance 0, mid transaction yes</td>" in row
+    assert '<td class="num">' not in row and "<td>7.726</td><td>12.500</td>" in row
+    assert "kill broker 2 (instance 0, mid transaction yes): 7.7s to 12.5s" in document
+    latency = re.search(r"<tr><td>latency</td>.*?</tr>", document).group(0)
+    assert latency.endswith("<td>20.000</td><td>never healed</td></tr>")
 
 
 def test_the_timeline_has_one_lane_per_process_seeder_first():
