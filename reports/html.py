@@ -197,13 +197,52 @@ def _seconds(value: Any) -> str | None:
     return f"{value:.1f} s" if isinstance(value, int | float) else None
 
 
+# Where a reviewer looks first when a check fails: a pointer into this report, not a verdict.
+LOOK_AT = {
+    "delivery.lost": "follow an example id's lineage: which transaction consumed it, whether "
+    "its commit returned, and which fault was active then",
+    "delivery.duplicate": "compare the example's two outputs in its lineage drawing: two "
+    "transactions (a zombie or a retry after a rebalance) or one batch appended twice",
+    "delivery.phantom": "the output record's headers name a source that never existed: look "
+    "for a writer other than the pipeline, or corrupted lineage headers",
+    "delivery.duplicate-input": "the seeder's producer retried a send across a leader change "
+    "(docs/findings.md): the input itself holds the record twice",
+    "isolation.aborted-read": "the reader's isolation level and the aborted transaction's "
+    "lane on the timeline: when it aborted and when the reader saw it",
+    "isolation.uncommitted-read": "the read's time against its transaction's commit on the "
+    "timeline: a read before the commit means the reader ignored the last stable offset",
+    "isolation.fractured-read": "which of the transaction's partitions the reader missed, and "
+    "whether a fault cut the reader off from one partition's leader",
+    "isolation.order": "the reader's positions around the example offset: a rewind after a "
+    "rebalance, or a fetch that skipped a committed record",
+    "isolation.inconsistent-offsets": "the two readers' records at that offset: a log that "
+    "diverged after an unclean leader election",
+    "isolation.aborted-offset-read": "the offset against the final last stable offset: the "
+    "reader returned a record the committed scan does not hold",
+    "fencing.zombie-write": "the older owner's lane on the timeline: it committed after its "
+    "partition moved, so its generation was not checked",
+    "liveness.open-transactions": "the instance lane whose last bar is unknown: a producer "
+    "that hung or died mid-transaction and was never aborted",
+    "liveness.lso": "the partition's open transaction: the instance lane with an unknown bar "
+    "at the end, and whether its transaction timeout expired",
+    "liveness.group-offsets": "the group's committed offsets: the pipeline stopped consuming "
+    "(a hung or exited instance on the timeline) before the input's end",
+    "aggregate.mismatch": "the example key's expected and found values: a duplicate or lost "
+    "input record counted in the pipeline's state",
+    "aggregate.expected-output": "the example key's expected and found results: the "
+    "pipeline's output for that key against what --expect computed",
+}
+
+
 def _checks(verdict: dict) -> str:
+    """Failed checks first, each with what it means and where to look."""
     checks = _dict(verdict.get("checks"))
     if not checks:
         return "<h2>Checks</h2><p class='muted'>The verdict holds no checks.</p>"
     rows = []
     details = []
-    for name, raw in checks.items():
+    ordered = sorted(checks.items(), key=lambda item: _dict(item[1]).get("verdict") != "FAIL")
+    for name, raw in ordered:
         check = _dict(raw)
         counts = _dict(check.get("counts"))
         has_examples = any(isinstance(e, dict) for e in _list(check.get("examples")))
@@ -214,7 +253,7 @@ def _checks(verdict: dict) -> str:
             f"<td>{_badge(check.get('verdict'))}</td>"
             f'<td class="num">{esc(_text(check.get("count")))}</td>'
             f"<td>{esc(', '.join(f'{k}={_text(v)}' for k, v in counts.items()))}</td>"
-            f"<td>{esc(_text(check.get('description')))}</td></tr>"
+            f"<td>{esc(_text(check.get('description')))}{_look_at(name, check)}</td></tr>"
         )
         details.append(_check_examples(name, check))
     table = (
@@ -222,6 +261,12 @@ def _checks(verdict: dict) -> str:
         f"<th>what it means</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
     )
     return "<h2>Checks</h2>" + table + "".join(details)
+
+
+def _look_at(name: str, check: dict) -> str:
+    if check.get("verdict") != "FAIL" or name not in LOOK_AT:
+        return ""
+    return f'<br><span class="look-at"><strong>Look at:</strong> {esc(LOOK_AT[name])}.</span>'
 
 
 def _check_examples(name: str, check: dict) -> str:

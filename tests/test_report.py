@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import html
 import re
 from html.parser import HTMLParser
 from pathlib import Path
@@ -10,7 +11,8 @@ from pathlib import Path
 import pytest
 from browser import rendered_dom
 
-from eoschaos.reports.html import render_report, write_report
+from eoschaos.checkers.verdict import DESCRIPTIONS
+from eoschaos.reports.html import LOOK_AT, render_report, write_report
 
 SCRIPT = "<script>alert(1)</script>"
 BREAKOUT = '"><img onerror=alert(1) src=x>'
@@ -375,3 +377,20 @@ def test_the_timeline_renders_its_lanes_and_bars_in_a_real_browser(tmp_path: Pat
     assert timeline.count('<g class="lane"') == 4
     assert timeline.count('<rect class="txn ') == 5
     assert 'aria-label="process timeline"' in timeline
+
+
+def test_failed_checks_come_first_each_with_where_to_look():
+    data = verdict("FAIL")
+    data["checks"] = dict(reversed(list(data["checks"].items())))  # the PASS listed first
+    document = render_report(data)
+    checks = re.search(r"<h2>Checks</h2><table>.*?</table>", document).group(0)
+    assert re.findall(r"<tr><td>(?:<a [^>]*>)?([\w.-]+)", checks) == [
+        "delivery.duplicate",
+        "delivery.lost",
+    ]
+    assert checks.count("Look at:") == 1
+    assert f"Look at:</strong> {html.escape(LOOK_AT['delivery.duplicate'])}." in checks
+
+
+def test_every_check_has_a_pointer_for_when_it_fails():
+    assert set(LOOK_AT) == set(DESCRIPTIONS)
