@@ -10,22 +10,25 @@ The first Spark start on a machine (per Spark and JVM build) writes the archive,
 its own and puts the archive's header in last, so a part file whose header is there is
 complete: the next start adopts it. A JVM that does not accept an archive (another JVM build,
 heap settings) runs without it -- slower, never wrong -- so the archive is an optimisation
-only, and EOSCHAOS_SPARK_CLASS_ARCHIVE=off turns it off.
+only, and EOSCHAOS_SPARK_CLASS_ARCHIVE=off turns it off. The brokers get the same treatment
+(clusters.process_backend.build_class_archive); the driver's archive is written by whichever
+Spark start comes first, because a check has no install step of its own.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import sys
 import time
 from pathlib import Path
 
 import pyspark
 
-CLASS_ARCHIVE_ENV = "EOSCHAOS_SPARK_CLASS_ARCHIVE"  # a directory for the archives, or "off"
-CACHE_DIR_NAME = "eoschaos"
+from eoschaos.clusters.kafka_dist import cache_root, java_binary
+from eoschaos.contract.errors import EoschaosError
+
+CLASS_ARCHIVE_ENV = "EOSCHAOS_SPARK_CLASS_ARCHIVE"  # "off" turns the archive off
 # The first bytes of a finished dynamic archive (CDS_DYNAMIC_ARCHIVE_MAGIC, little-endian).
 DYNAMIC_ARCHIVE_MAGIC = bytes.fromhex("a8ab0bf0")
 PART_SUFFIX = ".part"
@@ -34,25 +37,20 @@ QUIET = "-Xlog:cds*=off"  # an archive the JVM cannot use is not worth a warning
 
 
 def archive_directory() -> Path | None:
-    """Where archives are kept: $EOSCHAOS_SPARK_CLASS_ARCHIVE, else the user's cache."""
-    chosen = os.environ.get(CLASS_ARCHIVE_ENV)
-    if chosen == "off":
+    """Where archives are kept: eoschaos' cache (EOSCHAOS_CACHE), unless turned off."""
+    if os.environ.get(CLASS_ARCHIVE_ENV) == "off":
         return None
-    if chosen:
-        return Path(chosen)
-    cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(cache) / CACHE_DIR_NAME
+    return cache_root() / "spark"
 
 
 def archive_path(directory: Path) -> Path | None:
     """The archive for this Spark and this JVM build, or None when no java is found (Spark
     will say so itself). The name changes when either does, so a stale archive is never
     offered to a new JVM."""
-    java_home = os.environ.get("JAVA_HOME")
-    java = Path(java_home) / "bin" / "java" if java_home else shutil.which("java")
-    if java is None or not Path(java).exists():
+    try:
+        java = Path(java_binary()).resolve()
+    except EoschaosError:
         return None
-    java = Path(java).resolve()
     libjvm = java.parent.parent / "lib" / "server" / "libjvm.so"
     build = libjvm if libjvm.exists() else java
     spark = os.environ.get("SPARK_HOME") or os.path.dirname(pyspark.__file__)

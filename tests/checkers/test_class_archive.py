@@ -28,8 +28,8 @@ spark.stop()
 """
 
 
-def _start_spark(archives: Path, extra_java_options: str = "") -> None:
-    env = {**os.environ, CLASS_ARCHIVE_ENV: str(archives)}
+def _start_spark(cache: Path, extra_java_options: str = "") -> None:
+    env = {**os.environ, "EOSCHAOS_CACHE": str(cache)}
     subprocess.run(
         [sys.executable, "-c", START_SPARK, extra_java_options], env=env, check=True, timeout=180
     )
@@ -48,10 +48,10 @@ def test_the_archive_can_be_turned_off(monkeypatch):
     assert java_options() == ""
 
 
-def test_archives_live_in_the_users_cache_by_default(monkeypatch, tmp_path):
+def test_archives_live_in_eoschaos_cache(monkeypatch, tmp_path):
     monkeypatch.delenv(CLASS_ARCHIVE_ENV, raising=False)
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    assert archive_directory() == tmp_path / "eoschaos"
+    monkeypatch.setenv("EOSCHAOS_CACHE", str(tmp_path))
+    assert archive_directory() == tmp_path / "spark"
 
 
 def test_another_jvm_build_gets_another_archive(monkeypatch, tmp_path):
@@ -65,8 +65,9 @@ def test_another_jvm_build_gets_another_archive(monkeypatch, tmp_path):
 
 
 def test_without_an_archive_the_jvm_is_asked_to_write_one_at_exit(monkeypatch, tmp_path):
-    monkeypatch.setenv(CLASS_ARCHIVE_ENV, str(tmp_path))
-    part = f"{archive_path(tmp_path)}.{os.getpid()}.part"
+    monkeypatch.delenv(CLASS_ARCHIVE_ENV, raising=False)
+    monkeypatch.setenv("EOSCHAOS_CACHE", str(tmp_path))
+    part = f"{archive_path(tmp_path / 'spark')}.{os.getpid()}.part"
     assert f"-XX:ArchiveClassesAtExit={part}" in java_options()
 
 
@@ -106,12 +107,12 @@ def test_a_second_finished_part_is_removed_once_there_is_an_archive(tmp_path):
 
 
 def test_the_next_driver_jvm_loads_sparks_classes_from_the_archive_the_first_wrote(tmp_path):
-    archives = tmp_path / "archives"
-    _start_spark(archives)
+    archives = tmp_path / "spark"
+    _start_spark(tmp_path)
     _wait_for(lambda: any(_finished_parts(archives)))
 
     class_log = tmp_path / "class-load.log"
-    _start_spark(archives, f"-Xlog:class+load=info:file={class_log}")
+    _start_spark(tmp_path, f"-Xlog:class+load=info:file={class_log}")
 
     assert [path.name for path in archives.iterdir()] == [archive_path(archives).name]
     spark_context = [
