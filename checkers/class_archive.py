@@ -25,8 +25,8 @@ from pathlib import Path
 
 import pyspark
 
-from eoschaos.clusters.kafka_dist import cache_root, java_binary
 from eoschaos.contract.errors import EoschaosError
+from eoschaos.contract.host import cache_root, java_binary
 
 CLASS_ARCHIVE_ENV = "EOSCHAOS_SPARK_CLASS_ARCHIVE"  # "off" turns the archive off
 # The first bytes of a finished dynamic archive (CDS_DYNAMIC_ARCHIVE_MAGIC, little-endian).

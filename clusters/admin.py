@@ -18,7 +18,8 @@ from typing import TypeVar
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from eoschaos.clusters.kafka_dist import KafkaDistribution, java_binary
+from eoschaos.clusters.kafka_dist import KafkaDistribution
+from eoschaos.contract.host import java_binary
 
 READINESS_TOPIC = "eoschaos-readiness"
 TRANSACTION_STATE_TOPIC = "__transaction_state"

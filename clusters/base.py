@@ -28,7 +28,7 @@ from confluent_kafka import KafkaError, KafkaException
 
 from eoschaos.clusters import admin, processes
 from eoschaos.clusters.broker_config import ClusterSpec
-from eoschaos.clusters.kafka_dist import KafkaDistribution, java_binary, java_major_version
+from eoschaos.clusters.kafka_dist import KafkaDistribution, java_major_version
 from eoschaos.clusters.ports import (
     Link,
     PortPlan,
@@ -39,6 +39,7 @@ from eoschaos.clusters.ports import (
 )
 from eoschaos.clusters.toxiproxy import ToxiproxyAPI
 from eoschaos.contract.errors import EoschaosError
+from eoschaos.contract.host import java_binary
 from eoschaos.contract.progress import progress_to_stderr
 from eoschaos.contract.rundir import CLUSTER_FILE
 

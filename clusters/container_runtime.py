@@ -23,8 +23,8 @@ import docker
 from docker.errors import DockerException
 
 from eoschaos.clusters import processes
-from eoschaos.clusters.kafka_dist import cache_root
 from eoschaos.contract.errors import EoschaosError
+from eoschaos.contract.host import cache_root
 
 API_PROCESS = "podman-api"
 _DEFAULT_DOCKER_HOST = "unix:///var/run/docker.sock"

@@ -25,13 +25,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from eoschaos.clusters.container_runtime import Runtime, require_runtime
-from eoschaos.clusters.kafka_dist import (
-    KafkaDistribution,
-    cache_root,
-    java_binary,
-    java_major_version,
-)
+from eoschaos.clusters.kafka_dist import KafkaDistribution, java_major_version
 from eoschaos.contract.errors import EoschaosError
+from eoschaos.contract.host import cache_root, java_binary
 
 IMAGE_REPOSITORY = "eoschaos/kafka"
 KAFKA_LIBS = "/opt/kafka/libs"

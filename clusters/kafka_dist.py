@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from eoschaos.contract.errors import EoschaosError
+from eoschaos.contract.host import cache_root, java_binary, require_tool
 
 DEFAULT_KAFKA_VERSION = "4.3.1"
 LATEST_3X_VERSION = "3.9.2"
@@ -41,11 +42,6 @@ _POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
   </dependencies>
 </project>
 """
-
-
-def cache_root() -> Path:
-    """Downloads and builds shared by every run and every clone (override: EOSCHAOS_CACHE)."""
-    return Path(os.environ.get("EOSCHAOS_CACHE", Path.home() / ".cache" / "eoschaos"))
 
 
 @dataclass(frozen=True)
@@ -105,21 +101,6 @@ def parse_version(version: str) -> tuple[int, int, int]:
             f"use --kafka-version {DEFAULT_KAFKA_VERSION} or {LATEST_3X_VERSION}"
         )
     return major, minor, patch
-
-
-def require_tool(name: str, fix: str) -> str:
-    path = shutil.which(name)
-    if path is None:
-        raise EoschaosError(f"'{name}' was not found on PATH; {fix}")
-    return path
-
-
-def java_binary() -> str:
-    """The `java` to start brokers with: JAVA_HOME's if set, else the one on PATH."""
-    java_home = os.environ.get("JAVA_HOME")
-    if java_home and (Path(java_home) / "bin" / "java").exists():
-        return str(Path(java_home) / "bin" / "java")
-    return require_tool("java", "install a JDK 17+ (apt-get install openjdk-17-jdk-headless)")
 
 
 def java_major_version(java: str) -> int:

@@ -19,10 +19,11 @@ from typing import Any
 from eoschaos.clusters import admin, processes
 from eoschaos.clusters.base import BROKER_JVM, ClusterBase, ClusterInfo, new_cluster_id
 from eoschaos.clusters.broker_config import ClusterSpec, broker_properties, render_properties
-from eoschaos.clusters.kafka_dist import KafkaDistribution, class_archive, java_binary
+from eoschaos.clusters.kafka_dist import KafkaDistribution, class_archive
 from eoschaos.clusters.ports import layout
 from eoschaos.clusters.registry import register_run_dir, stop_run_dir
 from eoschaos.contract.errors import EoschaosError
+from eoschaos.contract.host import java_binary
 from eoschaos.contract.progress import progress_to_stderr
 from eoschaos.contract.rundir import CLUSTER_FILE
 

@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from eoschaos.clusters import processes
-from eoschaos.clusters.kafka_dist import cache_root
+from eoschaos.contract.host import cache_root
 from eoschaos.contract.rundir import CLUSTER_FILE
 
 

@@ -19,8 +19,8 @@ import requests
 from toxiproxy.api import APIConsumer
 from toxiproxy.exceptions import InvalidToxic, NotFound, ProxyExists
 
-from eoschaos.clusters.kafka_dist import cache_root, require_tool
 from eoschaos.contract.errors import EoschaosError
+from eoschaos.contract.host import cache_root, require_tool
 
 TOXIPROXY_VERSION = "v2.12.0"
 _MODULE = "github.com/Shopify/toxiproxy/v2/cmd/server"

@@ -23,6 +23,7 @@ from commandline import run_eoschaos
 from eoschaos.clusters import kafka_dist, processes, toxiproxy
 from eoschaos.clusters.broker_config import ClusterSpec
 from eoschaos.clusters.process_backend import ProcessCluster
+from eoschaos.contract.host import cache_root
 
 CLUSTER_RERUNS = int(os.environ.get("EOSCHAOS_CLUSTER_RERUNS", "0"))
 RUN_DIRS: list[Path] = []  # every run dir a test made; checked for survivors at session end
@@ -70,7 +71,7 @@ def private_cache(tmp_path: Path) -> Callable[..., dict[str, str]]:
         cache = tmp_path / "cache"
         cache.mkdir()
         for entry in shared:
-            (cache / entry).symlink_to(kafka_dist.cache_root() / entry)
+            (cache / entry).symlink_to(cache_root() / entry)
         return dict(os.environ, EOSCHAOS_CACHE=str(cache))
 
     return environment

@@ -18,8 +18,9 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-from eoschaos.clusters.kafka_dist import KafkaDistribution, java_binary
+from eoschaos.clusters.kafka_dist import KafkaDistribution
 from eoschaos.contract import instance_env
+from eoschaos.contract.host import java_binary
 from eoschaos.workloads.harness.supervisor import Launch, Supervisor
 
 MODES = ("eos", "no-fencing")

@@ -29,6 +29,7 @@ from eoschaos.clusters.broker_config import ClusterSpec
 from eoschaos.clusters.process_backend import ProcessCluster
 from eoschaos.config import RunConfig
 from eoschaos.contract.errors import EoschaosError
+from eoschaos.contract.host import java_binary
 from eoschaos.contract.progress import progress_to_stderr
 from eoschaos.contract.rundir import (
     PARQUET_DIR,
@@ -57,7 +58,7 @@ def _versions() -> dict[str, str]:
 
     from eoschaos import __version__
 
-    java = kafka_dist.java_binary()
+    java = java_binary()
     jdk = subprocess.run([java, "-version"], capture_output=True, text=True, check=False)
     revision = subprocess.run(
         ["git", "-C", str(Path(__file__).parent), "rev-parse", "--short=12", "HEAD"],

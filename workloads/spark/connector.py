@@ -26,8 +26,8 @@ from pathlib import Path
 
 import pyspark
 
-from eoschaos.clusters.kafka_dist import cache_root, require_tool
 from eoschaos.contract.errors import EoschaosError
+from eoschaos.contract.host import cache_root, require_tool
 
 CONNECTOR = "org.apache.spark:spark-sql-kafka-0-10_2.13"
 STAMP = ".complete"

@@ -21,8 +21,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from eoschaos.clusters.kafka_dist import cache_root, java_binary, require_tool
 from eoschaos.contract.errors import EoschaosError
+from eoschaos.contract.host import cache_root, java_binary, require_tool
 
 APP_DIR = Path(__file__).parent / "app"
 MAIN_CLASS = "eoschaos.streams.App"
