@@ -19,6 +19,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from eoschaos.clusters.kafka_dist import KafkaDistribution
+from eoschaos.contract.errors import EoschaosError
 from eoschaos.contract.host import java_binary
 
 READINESS_TOPIC = "eoschaos-readiness"
@@ -27,8 +28,9 @@ CONSUMER_OFFSETS_TOPIC = "__consumer_offsets"
 T = TypeVar("T")
 
 
-class ClusterNotReady(RuntimeError):
-    """The cluster did not reach the awaited state in time; the message says what was missing."""
+class ClusterNotReady(EoschaosError, RuntimeError):
+    """The cluster did not reach the awaited state in time; the message says what was missing.
+    An EoschaosError: the CLI shows it as one line (exit 2), after everything was stopped."""
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ Run-directory layout (kept after stop, for forensics):
 from __future__ import annotations
 
 import json
+import re
 import signal
 from collections.abc import Callable
 from pathlib import Path
@@ -56,6 +57,24 @@ def build_class_archive(dist: KafkaDistribution, toxiproxy_bin: Path, work_dir: 
     return target
 
 
+# How Kafka's SocketServer says a listener's port was taken (3.9 and 4.x alike).
+BIND_FAILURE = re.compile(r"failed to bind to (\S+?):? Address already in use")
+LOG_TAIL_BYTES = 256 << 10
+
+
+def port_taken(server_log: Path) -> str | None:
+    """The host:port a broker could not bind, from the tail of its server.log, if that is
+    why it died."""
+    try:
+        with server_log.open("rb") as log:
+            log.seek(max(0, server_log.stat().st_size - LOG_TAIL_BYTES))
+            tail = log.read().decode("utf-8", "replace")
+    except OSError:
+        return None
+    found = BIND_FAILURE.search(tail)
+    return found.group(1) if found else None
+
+
 class ProcessCluster(ClusterBase):
     """A cluster whose nodes are local JVM processes.
 
@@ -94,9 +113,17 @@ class ProcessCluster(ClusterBase):
     def _watchdog_progress(self, message: str) -> None:
         for name, popen in self._popens.items():
             if name.startswith("node-") and popen.poll() is not None:
-                log = self.node_dir(int(name.split("-")[1])) / "logs" / "stdout.log"
+                logs = self.node_dir(int(name.split("-")[1])) / "logs"
+                taken = port_taken(logs / "server.log")
+                if taken:
+                    raise admin.ClusterNotReady(
+                        f"{name} could not listen on {taken}: another process took that port "
+                        "after eoschaos found it free; run again (eoschaos picks a free block "
+                        f"of ports) or stop what holds it; see {logs / 'server.log'}"
+                    )
                 raise admin.ClusterNotReady(
-                    f"{name} exited with code {popen.returncode} during start; see {log}"
+                    f"{name} exited with code {popen.returncode} during start; "
+                    f"see {logs / 'stdout.log'}"
                 )
         self._say(message)
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -298,3 +300,43 @@ def test_a_missing_previous_night_is_refused(tmp_path, eoschaos):
         "matrix", str(matrix), "--out", str(tmp_path / "out"), "--previous", str(tmp_path / "x")
     )
     assert_clear_error(result, "--previous", "no results.jsonl")
+
+
+def _client_port_of(properties: Path, seconds: float = 10.0) -> int:
+    """The real client port a node will bind, read from its server.properties once written."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        text = properties.read_text() if properties.exists() else ""
+        found = re.search(r"^listeners=.*?CLIENT://127\.0\.0\.1:(\d+)", text, re.M)
+        if found:
+            return int(found.group(1))
+        time.sleep(0.05)
+    raise AssertionError(f"{properties} was not written within {seconds}s")
+
+
+@pytest.mark.cluster
+def test_a_port_taken_after_it_was_found_free_stops_the_run_naming_the_port(tmp_path):
+    """Between eoschaos finding a block of ports free and a broker binding one of them,
+    another process takes it: one line naming the port, exit 2, nothing left running."""
+    out = tmp_path / "run"
+    args = ["run", "--out", str(out), "--duration", "5", "--records", "100"]
+    child = subprocess.Popen(
+        [sys.executable, "-m", "eoschaos.cli", *args], stderr=subprocess.PIPE, text=True
+    )
+    with socket.socket() as intruder:
+        lines = []
+        for line in child.stderr:
+            lines.append(line)
+            if "formatting" in line:
+                port = _client_port_of(out / "cluster" / "nodes" / "3" / "server.properties")
+                intruder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                intruder.bind(("127.0.0.1", port))
+                intruder.listen()
+                break
+        stderr = "".join(lines) + child.stderr.read()
+        child.wait(timeout=300)
+    last = stderr.strip().splitlines()[-1]
+    assert child.returncode == 2, stderr[-3000:]
+    assert last.startswith(f"eoschaos: error: node-3 could not listen on 127.0.0.1:{port}"), last
+    assert "another process took that port" in last and "history so far" not in last
+    assert processes.still_alive(out / "cluster" / "pids") == []

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from eoschaos.contract.errors import EoschaosError
 from eoschaos.contract.progress import progress_to_stderr
-from eoschaos.contract.rundir import REPORT_FILE, RUN_MANIFEST, read_manifest
+from eoschaos.contract.rundir import HISTORY_DIR, REPORT_FILE, RUN_MANIFEST, read_manifest
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_UNKNOWN = 0, 1, 2, 3
 
@@ -340,6 +340,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         record_run(config, run_dir)
     except EoschaosError as exc:
+        if not any((run_dir / HISTORY_DIR).glob("*.jsonl")):
+            raise  # it ended before the workload recorded anything
         raise EoschaosError(
             f"{exc} (the history so far is kept; `eoschaos check {run_dir}` judges it)"
         ) from exc
