@@ -19,6 +19,7 @@ from pyspark.sql import DataFrame, SparkSession
 from eoschaos.checkers import aggregates, delivery, fencing, isolation, liveness
 from eoschaos.checkers.census import Census, take_census
 from eoschaos.checkers.findings import result, tally
+from eoschaos.checkers.forensics import forensics_section
 from eoschaos.checkers.history_io import History, load_history
 from eoschaos.checkers.lineage import lineage_section
 from eoschaos.checkers.timeline import timeline
@@ -113,6 +114,7 @@ def check_run(
         "not_applicable": not_applicable,
         "stats": _stats(history, census, txn_stats),
         "timeline": run_timeline,
+        "forensics": forensics_section(history, checks),
     }
     if lineage:
         verdict["lineage"] = lineage_section(history, checks)

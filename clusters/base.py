@@ -123,6 +123,7 @@ class Cluster(Protocol):
     def partition_leader(self, topic: str, partition: int) -> int: ...
     def transaction_coordinator(self, transactional_id: str) -> int: ...
     def group_coordinator(self, group_id: str) -> int: ...
+    def data_dirs(self) -> dict[int, Path]: ...
     def active_controller(self) -> int: ...
 
 
@@ -165,6 +166,10 @@ class ClusterBase(ABC):
 
     def node_dir(self, node_id: int) -> Path:
         return self.run_dir / "nodes" / str(node_id)
+
+    def data_dirs(self) -> dict[int, Path]:
+        """Each node's log.dirs on this machine (both backends keep them under node_dir)."""
+        return {node_id: self.node_dir(node_id) / "data" for node_id in self.spec.node_ids}
 
     def start(self, timeout: float | None = None) -> ClusterInfo:
         """Start Toxiproxy and all nodes, wait until ready; on any failure stop what started."""

@@ -75,6 +75,7 @@ def render_report(verdict: dict) -> str:
             _checks(verdict),
             _not_applicable(verdict),
             _timeline(verdict),
+            _forensics(verdict),
             _lineage(verdict),
             _stats(verdict),
             _reproduce(verdict),
@@ -369,6 +370,71 @@ def _lane_legend() -> str:
         '(events recorded)<span class="line" style="border-color:#374151"></span>'
         "an instance's life, start to exit</p>"
     )
+
+
+def _forensics(verdict: dict) -> str:
+    """Each failed example's records in the batches the brokers wrote, with the pattern."""
+    forensics = _dict(verdict.get("forensics"))
+    examples = [_dict(example) for example in _list(forensics.get("examples"))]
+    head = '<section id="forensics"><h2>Broker-log forensics</h2>'
+    if forensics.get("recorded") is False:
+        return (
+            f"{head}<p class='muted'>This history holds no batch headers of the brokers' logs "
+            "(recorded since 2026-11-24, process and container runs): nothing to show.</p>"
+            "</section>"
+        )
+    if not examples:
+        return ""
+    parts = [
+        head,
+        "<p class='muted'>Each example's records in the batches the brokers wrote, read with "
+        "Kafka's DumpLogSegments at the end of the run (one replica per partition).</p>",
+    ]
+    for example in examples:
+        pattern = example.get("pattern")
+        parts.append(
+            f"<h3>{esc(example.get('check'))}: example {esc(example.get('example'))}, "
+            f"id {esc(example.get('id'))}</h3>"
+            + (
+                f'<p class="pattern"><strong>What the log shows:</strong> {esc(pattern)}.</p>'
+                if pattern
+                else "<p class='muted'>No known pattern; the batch headers are below.</p>"
+            )
+        )
+        rows = []
+        for place in map(_dict, _list(example.get("places"))):
+            batch = _dict(place.get("batch"))
+            aborted = place.get("aborted_by_marker_at")
+            rows.append(
+                [
+                    f"{_text(place.get('topic'))} p{_text(place.get('partition'))}"
+                    f"@{_text(place.get('offset'))}",
+                    f"{_text(batch.get('first'))}-{_text(batch.get('last_offset'))}"
+                    if batch
+                    else "not found",
+                    batch.get("producer_id"),
+                    batch.get("producer_epoch"),
+                    batch.get("base_sequence"),
+                    "yes" if batch.get("transactional") else "no",
+                    "" if aborted is None else f"aborted (marker at {aborted})",
+                    batch.get("leader_epoch"),
+                    batch.get("node"),
+                ]
+            )
+        headers = [
+            "record",
+            "batch offsets",
+            "producer id",
+            "epoch",
+            "base sequence",
+            "transactional",
+            "transaction",
+            "leader epoch",
+            "node",
+        ]
+        parts.append(_table(headers, rows))
+    parts.append("</section>")
+    return "".join(parts)
 
 
 def _lineage(verdict: dict) -> str:

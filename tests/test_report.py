@@ -202,6 +202,17 @@ def hostile() -> dict:
     anomaly["nodes"][1] |= {"id": BREAKOUT, "label": SCRIPT}
     anomaly["edges"][0] |= {"target": BREAKOUT, "type": SCRIPT}
     data["lineage"]["cycles"]["examples"][0]["cycle"] = [SCRIPT]
+    data["forensics"] = {
+        "recorded": True,
+        "examples": [
+            {
+                "check": SCRIPT,
+                "id": BREAKOUT,
+                "places": [{"topic": SCRIPT, "batch": {"producer_id": BREAKOUT, "node": SCRIPT}}],
+                "pattern": SCRIPT,
+            }
+        ],
+    }
     return data
 
 
@@ -394,3 +405,50 @@ def test_failed_checks_come_first_each_with_where_to_look():
 
 def test_every_check_has_a_pointer_for_when_it_fails():
     assert set(LOOK_AT) == set(DESCRIPTIONS)
+
+
+def forensics() -> dict:
+    batch = {
+        "first": 83,
+        "last_offset": 85,
+        "count": 3,
+        "producer_id": 1000,
+        "producer_epoch": 0,
+        "base_sequence": 36,
+        "transactional": False,
+        "leader_epoch": 0,
+        "node": 1,
+    }
+    return {
+        "recorded": True,
+        "examples": [
+            {
+                "check": "delivery.duplicate",
+                "example": 0,
+                "id": 2,
+                "places": [
+                    {"topic": "output-topic", "partition": 3, "offset": 83, "batch": batch},
+                    {"topic": "output-topic", "partition": 1, "offset": 5, "batch": None},
+                ],
+                "pattern": "the copies were appended by different producers (1000, 2001)",
+            }
+        ],
+    }
+
+
+def test_forensics_show_each_examples_batches_and_the_pattern_in_words():
+    document = render_report(verdict("FAIL") | {"forensics": forensics()})
+    section = re.search(r'<section id="forensics">.*?</section>', document).group(0)
+    assert "What the log shows:</strong> the copies were appended by different producers" in section
+    assert '<td>output-topic p3@83</td><td>83-85</td><td class="num">1000</td>' in section
+    assert "<td>output-topic p1@5</td><td>not found</td>" in section
+
+
+def test_a_history_without_batch_headers_says_so_in_the_forensics_section():
+    document = render_report(verdict("FAIL") | {"forensics": {"recorded": False, "examples": []}})
+    assert 'id="forensics"' in document and "holds no batch headers" in document
+
+
+def test_a_passing_run_has_no_forensics_section():
+    data = verdict("PASS") | {"forensics": {"recorded": None, "examples": []}}
+    assert 'id="forensics"' not in render_report(data)

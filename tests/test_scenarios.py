@@ -419,3 +419,24 @@ def test_the_timeline_has_a_lane_for_every_incarnation_and_bars_for_every_transa
     transactions = verdict["stats"]["transactions"]
     assert sum(begun.values()) == transactions.get("total", 0)
     assert begun.get("committed", 0) == transactions.get("committed", 0)
+
+
+EXPLAINED_BY_THE_LOG = ("delivery.duplicate", "delivery.duplicate-input", "isolation.aborted-read")
+
+
+@pytest.mark.parametrize(
+    "scenario", _scenarios(lambda s: set(s.must_fail) & set(EXPLAINED_BY_THE_LOG))
+)
+def test_broker_log_forensics_explain_each_example_of_a_known_bad_mode(verdict_of, scenario):
+    """Every example of the anomaly the mode must show is found in the batches the brokers
+    wrote, and the headers show a known pattern (two producers, a bumped epoch, a retry
+    without idempotence, an aborted transaction)."""
+    verdict = verdict_of(scenario)
+    forensics = verdict["forensics"]
+    assert forensics["recorded"] is True
+    wanted = set(BY_NAME[scenario].must_fail) & set(EXPLAINED_BY_THE_LOG)
+    examples = [e for e in forensics["examples"] if e["check"] in wanted]
+    assert {e["check"] for e in examples} == wanted
+    for example in examples:
+        assert all(place["batch"] for place in example["places"]), example
+        assert example["pattern"], example

@@ -26,9 +26,11 @@ from eoschaos.chaos.schedule import (
 from eoschaos.clusters import kafka_dist, toxiproxy
 from eoschaos.clusters.base import Cluster
 from eoschaos.clusters.broker_config import ClusterSpec
+from eoschaos.clusters.log_dump import record_log_batches
 from eoschaos.clusters.process_backend import ProcessCluster
 from eoschaos.config import RunConfig
 from eoschaos.contract.errors import EoschaosError
+from eoschaos.contract.history import LOG_BATCHES, HistoryWriter
 from eoschaos.contract.host import java_binary
 from eoschaos.contract.progress import progress_to_stderr
 from eoschaos.contract.rundir import (
@@ -220,12 +222,30 @@ def _drive(
             progress("the processors did not catch up with the input; liveness will say so")
         workload.stop()
         workload.final_scans()
+        _record_log_batches(config, run_dir, cluster, progress)
     finally:
         stop.set()
         nemesis.close()
         workload.close()
     if failures:
         raise EoschaosError(f"the nemesis failed: {failures[0]}")
+
+
+def _record_log_batches(
+    config: RunConfig, run_dir: Path, cluster: Cluster, progress: Callable[[str], None]
+) -> None:
+    """The batch headers of the run's topics, for the checker's forensics. Evidence, not a
+    verdict: when Kafka's tool cannot read the logs, the run says so and goes on."""
+    started = time.monotonic()
+    writer = HistoryWriter(run_dir, LOG_BATCHES)
+    try:
+        topics = {config.pipeline.input_topic, config.pipeline.output_topic}
+        count = record_log_batches(cluster.dist, cluster.data_dirs(), topics, writer)
+        progress(f"recorded {count} log batch headers in {time.monotonic() - started:.1f}s")
+    except Exception as exc:
+        progress(f"log batch headers not recorded: {str(exc).splitlines()[0][:300]}")
+    finally:
+        writer.close()
 
 
 def check_lanes(schedule: list[FaultEvent], cluster: Cluster) -> None:

@@ -89,6 +89,11 @@ FINAL_SCANS = tuple(FINAL_SCAN_BY_ISOLATION.values())
 END_STATE = "end-state"  # LSOs, group offsets and open transactions once faults healed
 END_AGGREGATES = "end-aggregates"  # a stateful workload's final aggregates
 END_EXPECTED = "end-expected"  # what a user's --expect function says the output must hold
+# The run's partitions as the brokers wrote them, read after the final scans: one event per
+# batch header (f "batch") and per aborted transaction of a segment's .txnindex (f "aborted"),
+# `offset` its first offset, the rest of the header as JSON in `params` (docs/history.md).
+LOG_BATCHES = "log-batches"
+LOG_BATCH_KIND = "log"
 
 FLUSH_INTERVAL_S = 0.5
 NEWER_INCARNATION_POLL_S = 0.2
