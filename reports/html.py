@@ -136,6 +136,10 @@ def _milliseconds(seconds: Any) -> str:
     return "" if number is None else f"{number:.3f}"
 
 
+class Html(str):
+    """Markup this module built itself (a link), placed in a table cell unescaped."""
+
+
 def _table(headers: list[str], rows: list[list[Any]]) -> str:
     head = "".join(f"<th>{esc(h)}</th>" for h in headers)
     body = "".join(
@@ -143,6 +147,8 @@ def _table(headers: list[str], rows: list[list[Any]]) -> str:
         + "".join(
             f'<td class="num">{esc(cell)}</td>'
             if isinstance(cell, int | float) and not isinstance(cell, bool)
+            else f"<td>{cell}</td>"
+            if isinstance(cell, Html)
             else f"<td>{esc(_text(cell))}</td>"
             for cell in row
         )
@@ -243,6 +249,7 @@ def _checks(verdict: dict) -> str:
     rows = []
     details = []
     ordered = sorted(checks.items(), key=lambda item: _dict(item[1]).get("verdict") != "FAIL")
+    drawn = _drawn(verdict)
     for name, raw in ordered:
         check = _dict(raw)
         counts = _dict(check.get("counts"))
@@ -256,7 +263,7 @@ def _checks(verdict: dict) -> str:
             f"<td>{esc(', '.join(f'{k}={_text(v)}' for k, v in counts.items()))}</td>"
             f"<td>{esc(_text(check.get('description')))}{_look_at(name, check)}</td></tr>"
         )
-        details.append(_check_examples(name, check))
+        details.append(_check_examples(name, check, drawn))
     table = (
         "<table><thead><tr><th>check</th><th>verdict</th><th>count</th><th>counts</th>"
         f"<th>what it means</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
@@ -270,22 +277,46 @@ def _look_at(name: str, check: dict) -> str:
     return f'<br><span class="look-at"><strong>Look at:</strong> {esc(LOOK_AT[name])}.</span>'
 
 
-def _check_examples(name: str, check: dict) -> str:
-    examples = [example for example in _list(check.get("examples")) if isinstance(example, dict)]
-    if not examples:
+def _check_examples(name: str, check: dict, drawn: set[tuple[str, int]]) -> str:
+    """The first examples of a check; each one with a lineage drawing links to it."""
+    indexed = [
+        (index, example)
+        for index, example in enumerate(_list(check.get("examples")))
+        if isinstance(example, dict)
+    ]
+    if not indexed:
         return ""
-    shown = examples[:MAX_EXAMPLES_SHOWN]
+    shown = indexed[:MAX_EXAMPLES_SHOWN]
     columns: list[str] = []
-    for example in shown:
+    for _, example in shown:
         columns += [key for key in example if key not in columns]
-    rows = [[example.get(column) for column in columns] for example in shown]
-    more = len(examples) - len(shown)
+    rows = [[example.get(column) for column in columns] for _, example in shown]
+    if any((name, index) in drawn for index, _ in shown):
+        columns.append("lineage")
+        for row, (index, _) in zip(rows, shown, strict=True):
+            link = f'<a href="#{_lineage_anchor(name, index)}">drawing</a>'
+            row.append(Html(link) if (name, index) in drawn else "")
+    more = len(indexed) - len(shown)
     note = f"<p class='muted'>{more} more in verdict.json.</p>" if more > 0 else ""
     opened = " open" if check.get("verdict") == "FAIL" else ""
     return (
         f'<details id="check-{esc(name)}"{opened}><summary>{esc(name)}: '
         f"{len(shown)} example record(s)</summary>{_table(columns, rows)}{note}</details>"
     )
+
+
+def _lineage_anchor(check: Any, example: Any) -> str:
+    return esc(f"lineage-{check}-{example}")
+
+
+def _drawn(verdict: dict) -> set[tuple[str, int]]:
+    """(check, example index) of every anomaly the lineage section draws."""
+    anomalies = _list(_dict(verdict.get("lineage")).get("anomalies"))
+    return {
+        (str(anomaly.get("check")), anomaly.get("example"))
+        for anomaly in anomalies
+        if isinstance(anomaly, dict) and isinstance(anomaly.get("example"), int)
+    }
 
 
 def _not_applicable(verdict: dict) -> str:
@@ -461,8 +492,9 @@ def _lineage(verdict: dict) -> str:
         for index, anomaly in enumerate(anomalies):
             omitted = _dict(anomaly.get("omitted"))
             hidden = ", ".join(f"{n} {t}" for t, n in omitted.items())
+            anchor = _lineage_anchor(anomaly.get("check"), anomaly.get("example"))
             parts.append(
-                f"<h4>{esc(_text(anomaly.get('title')))}</h4>"
+                f'<h4 id="{anchor}">{esc(_text(anomaly.get("title")))}</h4>'
                 + lineage_drawing(anomaly, index)
                 + (
                     f"<p class='muted'>Not drawn (farther from the anomaly): {esc(hidden)}.</p>"

@@ -452,3 +452,10 @@ def test_a_history_without_batch_headers_says_so_in_the_forensics_section():
 def test_a_passing_run_has_no_forensics_section():
     data = verdict("PASS") | {"forensics": {"recorded": None, "examples": []}}
     assert 'id="forensics"' not in render_report(data)
+
+
+def test_an_example_with_a_lineage_drawing_links_to_it():
+    document = render_report(verdict("FAIL"))
+    examples = re.search(r'<details id="check-delivery.duplicate" open>.*?</details>', document)
+    assert '<a href="#lineage-delivery.duplicate-0">drawing</a>' in examples.group(0)
+    assert '<h4 id="lineage-delivery.duplicate-0">' in document
