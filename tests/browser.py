@@ -23,14 +23,25 @@ FLAGS = (
 
 
 def rendered_dom(page: Path) -> str:
+    return _chromium(page, "--dump-dom").stdout
+
+
+def screenshot(page: Path, png: Path, width: int = 1250, height: int = 2400) -> Path:
+    """What a reviewer sees of `page`, as a PNG kept next to the test's other files."""
+    _chromium(page, f"--screenshot={png}", f"--window-size={width},{height}")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", f"{png} is not a PNG"
+    return png
+
+
+def _chromium(page: Path, *action: str) -> subprocess.CompletedProcess[str]:
     binary = next(filter(None, map(shutil.which, BROWSERS)), None)
     assert binary, "chromium is not installed; run scripts/install.sh (scripts/setup_chromium.sh)"
     with tempfile.TemporaryDirectory(prefix="eoschaos-chromium-") as profile:
         result = subprocess.run(
-            [binary, *FLAGS, f"--user-data-dir={profile}", "--dump-dom", page.resolve().as_uri()],
+            [binary, *FLAGS, f"--user-data-dir={profile}", *action, page.resolve().as_uri()],
             capture_output=True,
             text=True,
             timeout=120,
         )
     assert result.returncode == 0, result.stderr[-2000:]
-    return result.stdout
+    return result

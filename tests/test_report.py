@@ -9,7 +9,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from browser import rendered_dom
+from browser import rendered_dom, screenshot
 
 from eoschaos.checkers.verdict import DESCRIPTIONS
 from eoschaos.reports.html import LOOK_AT, render_report, write_report
@@ -382,12 +382,28 @@ def test_an_unfinished_run_reads_as_unknown_with_what_it_lacks():
     assert 'id="unfinished"' in document and "no end state (log-end rows)" in document
 
 
-def test_the_timeline_renders_its_lanes_and_bars_in_a_real_browser(tmp_path: Path):
-    dom = rendered_dom(write_report(verdict(), tmp_path / "report.html"))
+def test_a_failing_report_in_a_real_browser_shows_verdict_checks_lanes_and_forensics(
+    tmp_path: Path,
+):
+    page = write_report(verdict("FAIL") | {"forensics": forensics()}, tmp_path / "report.html")
+    dom = rendered_dom(page)
+    assert '<div class="verdict FAIL">FAIL</div>' in dom
+    assert re.search(r'<tr><td><a href="#check-delivery.duplicate">delivery.duplicate', dom)
     timeline = dom[dom.index('<section id="timeline">') :]
     assert timeline.count('<g class="lane"') == 4
     assert timeline.count('<rect class="txn ') == 5
-    assert 'aria-label="process timeline"' in timeline
+    forensics_rows = dom[dom.index('<section id="forensics">') :]
+    assert "<td>output-topic p3@83</td>" in forensics_rows
+    assert screenshot(page, tmp_path / "report.png").stat().st_size > 10_000
+
+
+def test_a_passing_report_in_a_real_browser_shows_pass_and_no_forensics(tmp_path: Path):
+    page = write_report(verdict("PASS"), tmp_path / "report.html")
+    dom = rendered_dom(page)
+    assert '<div class="verdict PASS">PASS</div>' in dom
+    assert 'class="badge FAIL"' not in dom and 'id="forensics"' not in dom
+    assert '<section id="timeline">' in dom
+    assert screenshot(page, tmp_path / "report.png").stat().st_size > 10_000
 
 
 def test_failed_checks_come_first_each_with_where_to_look():
