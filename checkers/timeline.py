@@ -12,6 +12,7 @@ row per lane and time bin (at most LANE_BINS bins, however long the run), never 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql import Column, DataFrame
@@ -22,11 +23,47 @@ from eoschaos.checkers.history_io import History
 from eoschaos.contract.history import FINAL_SCANS
 
 LANE_BINS = 1500  # a lane's resolution: bins per run, so a 10-minute run costs what 1 does
-MIN_BIN_S = 0.05
+# Bins per second, finest first: a bin nests in a second, so the lanes' one aggregation also
+# gives the throughput per second (no job of its own) for runs up to LANE_BINS seconds.
+BINS_PER_SECOND = (20, 10, 5, 4, 2, 1)
 ACTIVITY_GAP_BINS = 4  # idle gaps shorter than this do not split a lane's activity
 # A transaction's outcome as its bar shows it; a bin several touch shows the worst.
 OUTCOMES = ("committed", "unknown", "aborted", "fenced")
 OWN_KINDS = ("instance", "txn", "rebalance")  # events about the instance they name
+SERIES = ("sends", "commits", "reads")
+
+
+@dataclass(frozen=True)
+class Bins:
+    """The run's time cut into at most LANE_BINS bins, from its first event."""
+
+    start: float
+    end: float
+    per_second: int | None  # None for a run longer than LANE_BINS seconds
+    width: float
+
+    @classmethod
+    def of(cls, start: float, end: float) -> Bins:
+        duration = end - start
+        per_second = next((k for k in BINS_PER_SECOND if duration * k <= LANE_BINS), None)
+        width = 1 / per_second if per_second else duration / LANE_BINS
+        return cls(start, end, per_second, width)
+
+    @property
+    def last(self) -> int:
+        return self.index(self.end)
+
+    def index(self, time: float) -> int:
+        elapsed = time - self.start
+        return int(elapsed * self.per_second if self.per_second else elapsed // self.width)
+
+    def column(self, time: Column) -> Column:
+        elapsed = time - self.start
+        raw = F.floor(elapsed * self.per_second if self.per_second else elapsed / self.width)
+        return F.least(F.greatest(raw, F.lit(0)), F.lit(self.last)).cast("int")
+
+    def seconds(self, index: int) -> float:
+        return round(index * self.width, 3)
 
 
 def timeline(history: History, census: Census, txns: DataFrame | None = None) -> dict[str, Any]:
@@ -34,23 +71,21 @@ def timeline(history: History, census: Census, txns: DataFrame | None = None) ->
     start, end = census.start, census.end
     if start is None or end is None:
         return {"start": None, "end": None, "faults": [], "throughput": [], "lanes": []}
-    bin_s = lane_bin_seconds(end - start)
-    lanes = _lanes(history, start, end, bin_s)
+    bins = Bins.of(start, end)
+    lanes, per_bin = _lanes(history, bins)
     if txns is not None:
-        for lane, bars in _transaction_bars(txns, start, end, bin_s).items():
+        for lane, bars in _transaction_bars(txns, bins).items():
             lanes.setdefault(lane, _lane(lane, "instance")).update(transactions=bars)
     return {
         "start": start,
         "end": end,
         "faults": _faults(census.faults, start),
-        "throughput": _throughput(history, start, end),
-        "lane_bin_seconds": bin_s,
+        "throughput": _per_second(per_bin, bins)
+        if bins.per_second
+        else _throughput(history, start, end),
+        "lane_bin_seconds": round(bins.width, 3),
         "lanes": sorted(lanes.values(), key=_lane_order),
     }
-
-
-def lane_bin_seconds(duration: float) -> float:
-    return round(max(MIN_BIN_S, duration / LANE_BINS), 3)
 
 
 def _instance_lane() -> Column:
@@ -63,9 +98,24 @@ def _instance_lane() -> Column:
     )
 
 
-def _bin(time: Column, start: float, end: float, bin_s: float) -> Column:
-    last = int((end - start) // bin_s)
-    return F.least(F.greatest(F.floor((time - start) / bin_s), F.lit(0)), F.lit(last)).cast("int")
+def _series() -> dict[str, Column]:
+    """What the throughput chart counts: acknowledged sends, commits, downstream reads."""
+    ok = F.col("type") == "ok"
+    return {
+        "sends": (F.col("kind") == "send") & ok,
+        "commits": (F.col("kind") == "txn") & F.col("f").isin("commit", "commit-offsets") & ok,
+        "reads": (F.col("kind") == "read") & ~F.col("process").isin(*FINAL_SCANS),
+    }
+
+
+def _per_second(per_bin: dict[int, dict[str, int]], bins: Bins) -> list[dict[str, int]]:
+    assert bins.per_second
+    seconds = [dict.fromkeys(SERIES, 0) for _ in range(bins.last // bins.per_second + 1)]
+    for index, counts in per_bin.items():
+        row = seconds[index // bins.per_second]
+        for name in SERIES:
+            row[name] += counts[name]
+    return [{"t": t, **row} for t, row in enumerate(seconds)]
 
 
 def _lane(name: str, kind: str) -> dict[str, Any]:
@@ -79,45 +129,54 @@ def _lane(name: str, kind: str) -> dict[str, Any]:
     }
 
 
-def _lanes(history: History, start: float, end: float, bin_s: float) -> dict[str, dict]:
-    """Per lane: when it was active (runs of busy bins), and an instance's start and exit."""
+def _lanes(history: History, bins: Bins) -> tuple[dict[str, dict], dict[int, dict[str, int]]]:
+    """Per lane: when it was active (runs of busy bins), and an instance's start and exit; and
+    per bin, the throughput series' counts -- all from one aggregation of the events."""
     instance_lane = _instance_lane()
     lifecycle = F.col("kind") == "instance"
+    series = _series()
     rows = (
         history.events.select(
             F.coalesce(instance_lane, F.col("process")).alias("lane"),
             instance_lane.isNotNull().alias("is_instance"),
-            _bin(F.col("time"), start, end, bin_s).alias("bin"),
+            bins.column(F.col("time")).alias("bin"),
             F.when(lifecycle & (F.col("f") == "start"), F.col("time")).alias("start"),
             F.when(lifecycle & (F.col("f") == "exit"), F.col("time")).alias("exit"),
+            *[condition.alias(name) for name, condition in series.items()],
         )
-        .where(F.col("lane").isNotNull())
         .groupBy("lane", "bin")
         .agg(
             F.count(F.lit(1)).alias("events"),
             F.max("is_instance").alias("is_instance"),
             F.min("start").alias("start"),
             F.max("exit").alias("exit"),
+            *[F.count(F.when(F.col(name), 1)).alias(name) for name in series],
         )
         .collect()
     )
     lanes: dict[str, dict] = {}
     busy: dict[str, list[tuple[int, int]]] = {}
+    per_bin: dict[int, dict[str, int]] = {}
     for row in rows:
+        counts = per_bin.setdefault(row["bin"], dict.fromkeys(SERIES, 0))
+        for name in SERIES:
+            counts[name] += row[name]
+        if row["lane"] is None:
+            continue
         lane = lanes.setdefault(
             row["lane"], _lane(row["lane"], "instance" if row["is_instance"] else "process")
         )
         if row["start"] is not None:
-            lane["started"] = _earliest(lane["started"], row["start"] - start)
+            lane["started"] = _earliest(lane["started"], row["start"] - bins.start)
         if row["exit"] is not None:
-            lane["exited"] = max(lane["exited"] or 0.0, row["exit"] - start)
+            lane["exited"] = max(lane["exited"] or 0.0, row["exit"] - bins.start)
         busy.setdefault(row["lane"], []).append((row["bin"], row["events"]))
-    for name, bins in busy.items():
+    for name, busy_bins in busy.items():
         lanes[name]["activity"] = [
-            [round(first * bin_s, 3), round((last + 1) * bin_s, 3), events]
-            for first, last, events in _runs(sorted(bins), ACTIVITY_GAP_BINS)
+            [bins.seconds(first), bins.seconds(last + 1), events]
+            for first, last, events in _runs(sorted(busy_bins), ACTIVITY_GAP_BINS)
         ]
-    return lanes
+    return lanes, per_bin
 
 
 def _earliest(current: float | None, candidate: float) -> float:
@@ -137,9 +196,7 @@ def _runs(bins: list[tuple[int, int]], gap: int) -> list[tuple[int, int, int]]:
     return runs
 
 
-def _transaction_bars(
-    txns: DataFrame, start: float, end: float, bin_s: float
-) -> dict[str, list[list[Any]]]:
+def _transaction_bars(txns: DataFrame, bins: Bins) -> dict[str, list[list[Any]]]:
     """Per instance lane, its transactions as bars [from, to, outcome, {outcome: transactions
     begun in the bar}]: each transaction covers the bins from its first to its last event, a
     bin shows the worst outcome among those covering it, and neighbouring bins of one outcome
@@ -151,7 +208,7 @@ def _transaction_bars(
         .when(F.col("aborted"), 2)
         .otherwise(1)
     )
-    first = _bin(F.col("began"), start, end, bin_s)
+    first = bins.column(F.col("began"))
     begins_here = F.col("bin") == F.col("first")
     rows = (
         txns.where(F.col("txn_seq").isNotNull())
@@ -160,7 +217,7 @@ def _transaction_bars(
             "incarnation",
             severity.alias("severity"),
             first.alias("first"),
-            F.explode(F.sequence(first, _bin(F.col("ended"), start, end, bin_s))).alias("bin"),
+            F.explode(F.sequence(first, bins.column(F.col("ended")))).alias("bin"),
         )
         .groupBy("instance", "incarnation", "bin")
         .agg(
@@ -178,16 +235,16 @@ def _transaction_bars(
         begun = {outcome: row[outcome] for outcome in OUTCOMES if row[outcome]}
         per_lane.setdefault(lane, []).append((row["bin"], row["severity"], begun))
     bars: dict[str, list[list[Any]]] = {}
-    for lane, bins in per_lane.items():
+    for lane, touched in per_lane.items():
         merged: list[list[Any]] = []
-        for index, level, begun in sorted(bins, key=lambda entry: entry[0]):
+        for index, level, begun in sorted(touched, key=lambda entry: entry[0]):
             if merged and merged[-1][1] == index and merged[-1][2] == OUTCOMES[level]:
                 merged[-1][1] = index + 1
                 for outcome, count in begun.items():
                     merged[-1][3][outcome] = merged[-1][3].get(outcome, 0) + count
             else:
                 merged.append([index, index + 1, OUTCOMES[level], dict(begun)])
-        bars[lane] = [[round(a * bin_s, 3), round(b * bin_s, 3), o, n] for a, b, o, n in merged]
+        bars[lane] = [[bins.seconds(a), bins.seconds(b), o, n] for a, b, o, n in merged]
     return bars
 
 
