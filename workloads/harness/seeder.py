@@ -1,10 +1,10 @@
 """The input: N records with unique ids, produced at a steady pace so input flows during faults.
 
-Writer `seeder`. An idempotent producer with acks=all (Kafka's example producer) by default;
-with `non_idempotent` a producer that retries without idempotence, which duplicates records
-in the input itself when an ack is delayed past the request timeout (NON_IDEMPOTENT_REQUEST_
-TIMEOUT_MS, short as in a producer tuned for latency, so a `latency` fault of a second or more
-exceeds it).
+Writer `seeder`. An idempotent producer with acks=all and one request in flight per broker
+(IDEMPOTENT_MAX_IN_FLIGHT) by default; with `non_idempotent` a producer that retries without
+idempotence, which duplicates records in the input itself when an ack is delayed past the
+request timeout (NON_IDEMPOTENT_REQUEST_TIMEOUT_MS, short as in a producer tuned for latency, so
+a `latency` fault of a second or more exceeds it).
 """
 
 from __future__ import annotations
@@ -21,6 +21,13 @@ from eoschaos.contract.history import SEEDER, HistoryWriter
 
 STOP_FLUSH_TIMEOUT_S = 15.0
 NON_IDEMPOTENT_REQUEST_TIMEOUT_MS = 1000
+# librdkafka (2.16) bumps the idempotent producer's epoch for ALL partitions when a second
+# in-flight request of one partition fails out of order after a leader change, and re-sends
+# every queued batch under the new epoch, including a batch of another partition that the dead
+# leader had in fact written: that record lands twice (librdkafka #4953, docs/findings.md). With
+# one request in flight per connection no partition ever has a second one, so that path is shut;
+# the seeder's paced rate needs no more.
+IDEMPOTENT_MAX_IN_FLIGHT = 1
 
 
 def seeder_producer_config(bootstrap: str, non_idempotent: bool) -> dict[str, object]:
@@ -29,12 +36,12 @@ def seeder_producer_config(bootstrap: str, non_idempotent: bool) -> dict[str, ob
         "acks": "all",
         "enable.idempotence": not non_idempotent,
         "log_level": 3,
+        "max.in.flight.requests.per.connection": 5 if non_idempotent else IDEMPOTENT_MAX_IN_FLIGHT,
     }
     if non_idempotent:
         config.update(
             {
                 "retries": 2147483647,
-                "max.in.flight.requests.per.connection": 5,
                 # librdkafka times a ProduceRequest out by socket.timeout.ms (request.timeout.ms
                 # is the broker's ack timeout); a timed-out request is retried, possibly a
                 # second time on the log
