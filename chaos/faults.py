@@ -16,7 +16,7 @@ from typing import Any, Protocol
 from eoschaos.clusters.admin import wait_answers_for_itself
 from eoschaos.clusters.base import Cluster
 from eoschaos.clusters.ports import Link, lane_link
-from eoschaos.contract.history import await_instance_event
+from eoschaos.contract.history import FAULT_TOOK_EFFECT, await_instance_event
 
 HEAL_TIMEOUT_S = 120.0
 # How long an aimed fault follows its instance for a produced batch before it gives up and
@@ -63,8 +63,16 @@ def _restarted(ctx: FaultContext, node_id: int) -> None:
     ctx.recovering = True
 
 
+def _was_running(ctx: FaultContext, params: dict[str, Any]) -> None:
+    """Record whether the broker ran when the fault struck: one already down takes no harm."""
+    params["was_running"] = ctx.cluster.node_alive(params["broker"])
+    if not params["was_running"]:
+        params[FAULT_TOOK_EFFECT] = False
+
+
 def kill(ctx: FaultContext, params: dict[str, Any]) -> Heal:
     node_id = params["broker"]
+    _was_running(ctx, params)
     ctx.cluster.kill_node(node_id)
     return lambda: _restarted(ctx, node_id)
 
@@ -72,12 +80,13 @@ def kill(ctx: FaultContext, params: dict[str, Any]) -> Heal:
 def bounce(ctx: FaultContext, params: dict[str, Any]) -> Heal:
     """Controlled shutdown: leadership moves away before the broker exits."""
     node_id = params["broker"]
+    _was_running(ctx, params)
     if not ctx.cluster.stop_node(node_id, timeout=HEAL_TIMEOUT_S):
         raise RuntimeError(f"broker {node_id} ignored SIGTERM for {HEAL_TIMEOUT_S:.0f}s")
     return lambda: _restarted(ctx, node_id)
 
 
-def rolling_restart(ctx: FaultContext, _params: dict[str, Any]) -> Heal:
+def rolling_restart(ctx: FaultContext, params: dict[str, Any]) -> Heal:
     """An operator's rolling restart: each broker stopped cleanly and started again, the
     next one only once the cluster is healthy. All of it happens when the fault starts."""
     for node_id in ctx.cluster.spec.node_ids:
@@ -86,11 +95,13 @@ def rolling_restart(ctx: FaultContext, _params: dict[str, Any]) -> Heal:
         _restarted(ctx, node_id)
         ctx.cluster.wait_healthy(timeout=HEAL_TIMEOUT_S)
     ctx.recovering = False
+    params["brokers_restarted"] = len(ctx.cluster.spec.node_ids)
     return lambda: None
 
 
 def pause(ctx: FaultContext, params: dict[str, Any]) -> Heal:
     node_id = params["broker"]
+    _was_running(ctx, params)
     ctx.cluster.pause_node(node_id)
 
     def heal() -> None:
@@ -103,7 +114,7 @@ def pause(ctx: FaultContext, params: dict[str, Any]) -> Heal:
 # ----------------------------------------------------------------- network faults
 
 
-def _cut(ctx: FaultContext, links: list[tuple[int, Link]], mode: str) -> Heal:
+def _cut(ctx: FaultContext, links: list[tuple[int, Link]], params: dict[str, Any]) -> Heal:
     """Cut each (node, link). silent: a timeout toxic with timeout 0 in both directions
     (connections stay open, every byte is dropped); fail-fast: the proxy is disabled (its
     listener closes and its connections are dropped at once).
@@ -111,6 +122,8 @@ def _cut(ctx: FaultContext, links: list[tuple[int, Link]], mode: str) -> Heal:
     Healing a silent cut also drops the connections it held: the bytes it swallowed are
     gone for good (unlike packets TCP would resend after a real partition), so those
     streams are broken and would otherwise hang until a request timeout (30 s)."""
+    mode = params.get("mode", "silent")
+    params["links_cut"] = len(links)
     toxics: list[tuple[int, Link, str]] = []
     for node_id, link in links:
         if mode == "fail-fast":
@@ -139,7 +152,7 @@ def _client_links(ctx: FaultContext, node_id: int) -> list[tuple[int, Link]]:
 
 
 def partition_from_clients(ctx: FaultContext, params: dict[str, Any]) -> Heal:
-    return _cut(ctx, _client_links(ctx, params["broker"]), params.get("mode", "silent"))
+    return _cut(ctx, _client_links(ctx, params["broker"]), params)
 
 
 def isolate_from_peers(ctx: FaultContext, params: dict[str, Any]) -> Heal:
@@ -147,16 +160,14 @@ def isolate_from_peers(ctx: FaultContext, params: dict[str, Any]) -> Heal:
     stop, so the majority fences it); inbound on the inter-broker link (peers cannot fetch
     from it, while its own fetches from them still flow: every node is reached at one
     inter-broker address, so that direction cannot be told apart)."""
-    links = ctx.cluster.peer_links(params["broker"])
-    return _cut(ctx, links, params.get("mode", "silent"))
+    return _cut(ctx, ctx.cluster.peer_links(params["broker"]), params)
 
 
 def split(ctx: FaultContext, params: dict[str, Any]) -> Heal:
     """The target is the minority side: as if its host left the network, away from the
     majority and from the clients (which run on the majority's side)."""
     node_id = params["broker"]
-    links = _client_links(ctx, node_id) + ctx.cluster.peer_links(node_id)
-    return _cut(ctx, links, params.get("mode", "silent"))
+    return _cut(ctx, _client_links(ctx, node_id) + ctx.cluster.peer_links(node_id), params)
 
 
 def isolate_instance(ctx: FaultContext, params: dict[str, Any]) -> Heal:
@@ -174,20 +185,22 @@ def isolate_instance(ctx: FaultContext, params: dict[str, Any]) -> Heal:
     links = [(node_id, lane) for node_id in ctx.cluster.spec.node_ids]
     _freeze_mid_transaction(ctx, instance, params)
     try:
-        return _cut(ctx, links, params.get("mode", "silent"))
+        return _cut(ctx, links, params)
     finally:
         ctx.workload.resume_instance(instance)
 
 
 def _toxic_on_clients(
-    ctx: FaultContext, node_id: int, toxic: str, attributes: dict[str, Any]
+    ctx: FaultContext, params: dict[str, Any], toxic: str, attributes: dict[str, Any]
 ) -> Heal:
     """A toxic on broker → client only (every client link): requests arrive intact,
     answers are hurt."""
+    node_id = params["broker"]
     names = [
         (link, ctx.cluster.add_toxic(node_id, link, toxic, attributes=attributes))
         for link in ctx.cluster.client_links()
     ]
+    params["links_hurt"] = len(names)
 
     def heal() -> None:
         for link, name in names:
@@ -198,15 +211,15 @@ def _toxic_on_clients(
 
 def ack_delay(ctx: FaultContext, params: dict[str, Any]) -> Heal:
     attributes = {"latency": params["latency_ms"], "jitter": params.get("jitter_ms", 0)}
-    return _toxic_on_clients(ctx, params["broker"], "latency", attributes)
+    return _toxic_on_clients(ctx, params, "latency", attributes)
 
 
 def bandwidth(ctx: FaultContext, params: dict[str, Any]) -> Heal:
-    return _toxic_on_clients(ctx, params["broker"], "bandwidth", {"rate": params["rate"]})
+    return _toxic_on_clients(ctx, params, "bandwidth", {"rate": params["rate"]})
 
 
 def reset(ctx: FaultContext, params: dict[str, Any]) -> Heal:
-    return _toxic_on_clients(ctx, params["broker"], "reset_peer", {"timeout": params["timeout_ms"]})
+    return _toxic_on_clients(ctx, params, "reset_peer", {"timeout": params["timeout_ms"]})
 
 
 def slicer(ctx: FaultContext, params: dict[str, Any]) -> Heal:
@@ -215,7 +228,7 @@ def slicer(ctx: FaultContext, params: dict[str, Any]) -> Heal:
         "size_variation": params["size_variation"],
         "delay": params["delay_us"],  # Toxiproxy's name; microseconds
     }
-    return _toxic_on_clients(ctx, params["broker"], "slicer", attributes)
+    return _toxic_on_clients(ctx, params, "slicer", attributes)
 
 
 # ----------------------------------------------------------------- instance faults
@@ -250,6 +263,9 @@ def _freeze_mid_transaction(ctx: FaultContext, instance: int, params: dict[str, 
     params["mid_transaction"] = await_instance_event(
         ctx.run_dir, instance, _produced_a_batch, ZOMBIE_TRIGGER_WAIT_S
     )
+    if not params["mid_transaction"]:
+        # nothing in flight: no transaction for fencing to reject
+        params[FAULT_TOOK_EFFECT] = False
     ctx.workload.pause_instance(instance)
 
 

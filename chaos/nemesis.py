@@ -27,9 +27,19 @@ from eoschaos.chaos.catalogue import CATALOGUE, fixed_number, leader_of
 from eoschaos.chaos.faults import HEAL_TIMEOUT_S, UNITS, FaultContext, Workload
 from eoschaos.chaos.schedule import FaultEvent
 from eoschaos.clusters.base import Cluster
-from eoschaos.contract.history import NEMESIS, HistoryWriter
+from eoschaos.contract.history import FAULT_TOOK_EFFECT, NEMESIS, HistoryWriter
 
 TOPIC_ALIASES = ("input", "output")
+
+
+def _role_of(target: str) -> str | None:
+    """The role a dynamic broker target names (for `<role>_during` in the fault's params);
+    None for a fixed or random broker."""
+    if target in ("controller", "coordinator"):
+        return target
+    if target == "group-coordinator":
+        return "group_coordinator"
+    return "leader" if leader_of(target) is not None else None
 
 
 def _first_start(timeline: list[tuple[float, int, int]]) -> float | None:
@@ -194,6 +204,8 @@ class Nemesis:
             if active not in self._active:
                 return
             event, heal = self._active.pop(active)
+        self._observe_target_during(event)
+        event.params.setdefault(FAULT_TOOK_EFFECT, True)
         try:
             heal()
         except Exception as exc:
@@ -201,6 +213,40 @@ class Nemesis:
             raise
         self._record("ok", event)
         self.progress(f"healed: {event.fault} {event.target}")
+
+    def _observe_target_during(self, event: FaultEvent) -> None:
+        """A fault aimed at a role (the controller, a coordinator, a partition's leader) also
+        records, just before its heal, who holds that role now and whether it moved: what the
+        fault changed, or that it changed nothing (a role that stayed put under a kill or cut,
+        or moved under a fault that should only slow it)."""
+        role = _role_of(event.target)
+        if CATALOGUE[event.fault].scope != "broker" or role is None:
+            return
+        struck = event.params["broker"]
+        try:
+            holder = (
+                self._controller_seen_by_the_rest(struck)
+                if event.target == "controller"
+                else self._resolve_broker(event.target)
+            )
+        except Exception as exc:  # mid-election: say so rather than guess
+            event.params[f"{role}_during"] = f"unknown ({type(exc).__name__})"
+            return
+        event.params[f"{role}_during"] = holder
+        event.params["moved"] = holder != struck
+
+    def _controller_seen_by_the_rest(self, struck: int) -> int:
+        """The Raft leader most voters other than `struck` follow, from their own quorum
+        state (asking through the cluster could wait on a node the fault cut off)."""
+        views = [
+            self.cluster.quorum_leader_seen_by(v)
+            for v in self.cluster.spec.voter_ids
+            if v != struck
+        ]
+        known = [v for v in views if v >= 0]
+        if not known:
+            raise LookupError("no voter follows a leader")
+        return max(set(known), key=known.count)
 
     # ----------------------------------------------------------------- targets
 

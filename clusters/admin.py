@@ -25,6 +25,7 @@ from eoschaos.contract.host import java_binary
 READINESS_TOPIC = "eoschaos-readiness"
 TRANSACTION_STATE_TOPIC = "__transaction_state"
 CONSUMER_OFFSETS_TOPIC = "__consumer_offsets"
+METADATA_LOG_DIR = "__cluster_metadata-0"  # a KRaft node's copy of the metadata log
 T = TypeVar("T")
 
 

@@ -33,8 +33,8 @@ from eoschaos.clusters.ports import (
     Link,
     PortPlan,
     controller_link,
+    is_controller_link,
     lane_link,
-    listener_of,
     plan_ports,
 )
 from eoschaos.clusters.toxiproxy import ToxiproxyAPI
@@ -125,6 +125,7 @@ class Cluster(Protocol):
     def group_coordinator(self, group_id: str) -> int: ...
     def data_dirs(self) -> dict[int, Path]: ...
     def active_controller(self) -> int: ...
+    def quorum_leader_seen_by(self, node_id: int) -> int: ...
 
 
 class ClusterBase(ABC):
@@ -289,7 +290,7 @@ class ClusterBase(ABC):
                 self.toxiproxy.create_proxy(
                     self.proxy_name(node_id, link),
                     listen=f"{host}:{ports.proxy[link]}",
-                    upstream=f"127.0.0.1:{ports.real[listener_of(link)]}",
+                    upstream=f"127.0.0.1:{ports.real[link]}",
                 )
 
     def _format(self, node_id: int, cluster_id: str) -> None:
@@ -342,7 +343,7 @@ class ClusterBase(ABC):
         assert self.plan is not None
         voter = node_id in self.spec.voter_ids
         links = self.plan.nodes[node_id].proxy
-        return [link for link in links if voter or listener_of(link) != "controller"]
+        return [link for link in links if voter or not is_controller_link(link)]
 
     def peer_links(self, node_id: int) -> list[tuple[int, Link]]:
         """Every (node, link) that carries the node's traffic with its peers, both ways: the
@@ -455,3 +456,10 @@ class ClusterBase(ABC):
 
     def active_controller(self) -> int:
         return admin.active_controller(self.dist, self.bootstrap)
+
+    def quorum_leader_seen_by(self, node_id: int) -> int:
+        """The Raft leader node `node_id` follows (-1: none), from its own quorum-state file:
+        no request, so a node cut off by a fault cannot stall the question (an admin tool asking
+        through the cluster waits 30 s on a silently cut node)."""
+        state = self.data_dirs()[node_id] / admin.METADATA_LOG_DIR / "quorum-state"
+        return int(json.loads(state.read_text())["leaderId"])

@@ -47,6 +47,11 @@ class ClusterSpec:
         return min(2, self.replication_factor)
 
 
+def controller_listener(source: int) -> str:
+    """The name of the controller listener node `source` reaches a voter by."""
+    return f"CONTROLLER_FROM_{source}"
+
+
 def broker_properties(
     spec: ClusterSpec,
     plan: PortPlan,
@@ -60,6 +65,9 @@ def broker_properties(
     inter-broker and controller listeners listen (a container reaches the host's proxies at its
     network's gateway, not at 127.0.0.1). Client proxies are always on 127.0.0.1."""
     ports = plan.nodes[node_id]
+    # Its own controller listener first: a node reaches the controllers by the first name, and
+    # a KRaft 3.9+ follower looks the leader's advertised endpoint up under that name.
+    own_first = [node_id, *(n for n in spec.node_ids if n != node_id)]
     voters = ",".join(
         f"{v}@{peer_proxy_host}:{plan.nodes[v].proxy[controller_link(node_id)]}"
         for v in spec.voter_ids
@@ -71,8 +79,6 @@ def broker_properties(
         f"INTERNAL://{bind_host}:{ports.real['internal']}",
         *(f"{lane.upper()}://{bind_host}:{ports.real[lane]}" for lane in lanes),
     ]
-    if is_voter:
-        listeners.append(f"CONTROLLER://{bind_host}:{ports.real['controller']}")
     # A client is told the addresses of the listener it asked on: one bootstrapped through a
     # lane's proxies stays on that lane for every broker it then talks to.
     advertised = [
@@ -80,19 +86,30 @@ def broker_properties(
         f"INTERNAL://{peer_proxy_host}:{ports.proxy['internal']}",
         *(f"{lane.upper()}://127.0.0.1:{ports.proxy[lane]}" for lane in lanes),
     ]
+    if is_voter:
+        # A listener per source node, each advertised at that pair's proxy (eoschaos.clusters.
+        # ports): whoever asks a voter for its controller endpoint under its own name is sent
+        # to its own proxy, so a cut of that pair holds the Raft fetches too.
+        for source in own_first:
+            link = controller_link(source)
+            listeners.append(f"{controller_listener(source)}://{bind_host}:{ports.real[link]}")
+            advertised.append(
+                f"{controller_listener(source)}://{peer_proxy_host}:{ports.proxy[link]}"
+            )
+    controller_names = [controller_listener(n) for n in (own_first if is_voter else [node_id])]
     rf = str(spec.replication_factor)
     min_isr = str(spec.min_insync_replicas)
     props = {
         "node.id": str(node_id),
         "process.roles": "broker,controller" if is_voter else "broker",
         "controller.quorum.voters": voters,
-        "controller.listener.names": "CONTROLLER",
+        "controller.listener.names": ",".join(controller_names),
         "listeners": ",".join(listeners),
         # Everyone — clients and peers — is told the proxy address, never the real port.
         "advertised.listeners": ",".join(advertised),
         "listener.security.protocol.map": ",".join(
             f"{name}:PLAINTEXT"
-            for name in ("CLIENT", "INTERNAL", "CONTROLLER", *(lane.upper() for lane in lanes))
+            for name in ("CLIENT", "INTERNAL", *controller_names, *(lane.upper() for lane in lanes))
         ),
         "inter.broker.listener.name": "INTERNAL",
         "log.dirs": str(data_dir),

@@ -50,6 +50,7 @@ from eoschaos.clusters.container_runtime import (
 from eoschaos.clusters.container_runtime import stop_api_service as _stop_api_service
 from eoschaos.clusters.images import KAFKA_LIBS, image_tag
 from eoschaos.clusters.kafka_dist import KafkaDistribution
+from eoschaos.clusters.ports import is_controller_link
 from eoschaos.clusters.registry import stop_run_dir
 from eoschaos.contract.errors import EoschaosError
 from eoschaos.contract.progress import progress_to_stderr
@@ -385,8 +386,8 @@ class ContainerCluster(ClusterBase):
         assert self.plan is not None
         return [
             port
-            for listener, port in self.plan.nodes[node_id].real.items()
-            if listener != "controller" or node_id in self.spec.voter_ids
+            for link, port in self.plan.nodes[node_id].real.items()
+            if not is_controller_link(link) or node_id in self.spec.voter_ids
         ]
 
     def kill_node(self, node_id: int) -> None:

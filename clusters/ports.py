@@ -1,14 +1,18 @@
 """Loopback port plan of a cluster: each node's real listeners and the proxies in front of them.
 
 Every connection a fault may cut goes through a Toxiproxy proxy of its own. A node listens on
-three real ports (client, internal, controller); everyone else is told proxy addresses:
+real ports that nobody is told; everyone is told proxy addresses:
 
 - `client`: clients reach the node through one proxy;
 - `internal`: peers fetch from the node (replication) through one proxy;
 - `controller-from-<n>`: node n reaches this node's controller (Raft, broker heartbeats)
-  through a proxy of its own, one per node. Each node's `controller.quorum.voters` names the
-  proxies "from" itself, so a fault can cut a node's controller traffic in *both* directions
-  — what it sends and what is sent to it — without touching any other pair of nodes.
+  through a proxy of its own, one per node, in front of a controller listener of its own. Each
+  node's `controller.quorum.voters` names the proxies "from" itself, so a fault can cut a node's
+  controller traffic in *both* directions — what it sends and what is sent to it — without
+  touching any other pair of nodes. One real listener per pair, not one shared, because a Raft
+  follower on KRaft 3.9+ reconnects to the address the *leader* advertises for the follower's
+  controller listener name (KIP-853): with a listener per pair, each advertised at that pair's
+  proxy (eoschaos.clusters.broker_config), the follower is sent back through its own proxy.
 
 A cluster may also have *instance lanes*: one more client listener (and proxy) per workload
 instance on every node, so the nemesis can cut one instance off from every broker while the
@@ -24,8 +28,9 @@ from dataclasses import dataclass
 
 from eoschaos.contract.errors import EoschaosError
 
-Link = str  # a key of NodePorts.proxy: client, internal, controller-from-<n>, lane<n>
-LISTENERS = ("client", "internal", "controller")  # what the JVM binds (NodePorts.real)
+# a key of NodePorts.proxy and NodePorts.real: client, internal, controller-from-<n>, lane<n>
+Link = str
+_CONTROLLER_LINK_PREFIX = "controller-from-"
 _BLOCK = 10  # a node's ports start on a multiple of this
 # Below Linux's ephemeral range (32768-60999 by default): a port there can be taken by any
 # outgoing connection between the check and the JVM's bind.
@@ -34,7 +39,8 @@ _AUTO_BASE_RANGE = range(20000, 32000, 200)
 
 @dataclass(frozen=True)
 class NodePorts:
-    """Real listener ports (bound by the JVM) and proxy ports (advertised to everyone)."""
+    """Real listener ports (bound by the JVM) and proxy ports (advertised to everyone), both by
+    link: each proxy's upstream is the real port of the same link."""
 
     real: dict[str, int]
     proxy: dict[Link, int]
@@ -47,12 +53,12 @@ def lane_link(instance: int) -> Link:
 
 def controller_link(source: int) -> Link:
     """The link through which node `source` reaches a node's controller."""
-    return f"controller-from-{source}"
+    return f"{_CONTROLLER_LINK_PREFIX}{source}"
 
 
-def listener_of(link: Link) -> str:
-    """The real listener behind a proxy link: its key in NodePorts.real."""
-    return "controller" if link.startswith("controller-from-") else link
+def is_controller_link(link: Link) -> bool:
+    """A link to a node's controller: only voters listen on it."""
+    return link.startswith(_CONTROLLER_LINK_PREFIX)
 
 
 @dataclass(frozen=True)
@@ -69,17 +75,18 @@ class PortPlan:
 
 def layout(base: int, node_ids: list[int], lanes: int = 0) -> PortPlan:
     """Deterministic layout: API at `base`; node i at base + stride*i: its client and internal
-    proxies, its three real listeners, a controller proxy per node, then a proxy and a real
+    proxies and real ports, a controller proxy and real port per node, then a proxy and a real
     port per lane. The stride is the ports per node rounded up to a multiple of 10."""
-    ports_per_node = 5 + len(node_ids) + 2 * lanes
+    ports_per_node = 4 + 2 * len(node_ids) + 2 * lanes
     stride = -(-ports_per_node // _BLOCK) * _BLOCK
     nodes = {}
     for node_id in node_ids:
         numbers = iter(range(base + stride * node_id, base + stride * (node_id + 1)))
         proxy = {"client": next(numbers), "internal": next(numbers)}
-        real = {listener: next(numbers) for listener in LISTENERS}
+        real = {"client": next(numbers), "internal": next(numbers)}
         for source in node_ids:
             proxy[controller_link(source)] = next(numbers)
+            real[controller_link(source)] = next(numbers)
         for lane in range(lanes):
             proxy[lane_link(lane)] = next(numbers)
             real[lane_link(lane)] = next(numbers)

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from eoschaos.contract.history import FAULT_TOOK_EFFECT
 from eoschaos.reports.svg import (
     LANE_LABEL_WIDTH,
     OUTCOME_COLOURS,
@@ -47,6 +48,7 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 pre, code { font: 12px/1.4 ui-monospace, monospace; } pre { background: #f9fafb;
   padding: 8px; overflow-x: auto; border: 1px solid #e5e7eb; white-space: pre-wrap; }
 .muted { color: #6b7280; } .note { background: #eff6ff; border-left: 4px solid #3b82f6;
+  padding: 6px 10px; } .warn { background: #fffbeb; border-left: 4px solid #d97706;
   padding: 6px 10px; }
 svg.chart { max-width: 100%; height: auto; font: 11px sans-serif; display: block; }
 .scroll { overflow-x: auto; } .scroll svg.chart { max-width: none; }
@@ -371,23 +373,64 @@ def _timeline(verdict: dict) -> str:
         parts.append(
             f'<div class="scroll">{fault_timeline(bands, duration, width, LANE_LABEL_WIDTH)}</div>'
         )
+        faults = [_dict(fault) for fault in _list(timeline.get("faults"))]
+        parts.append(_without_effect(faults))
         rows = [
             [
                 fault.get("f"),
                 fault.get("target"),
-                params_in_words(fault.get("params")),
+                _took_effect_in_words(fault),
+                params_in_words(_params_but(fault.get("params"), FAULT_TOOK_EFFECT)),
                 _milliseconds(fault.get("start")),
                 _milliseconds(fault.get("end")) or "never healed",
             ]
-            for fault in map(_dict, _list(timeline.get("faults")))
+            for fault in faults
         ]
-        parts.append(_table(["fault", "target", "what it saw", "start (s)", "healed (s)"], rows))
+        headers = ["fault", "target", "took effect", "what it saw", "start (s)", "healed (s)"]
+        parts.append(_table(headers, rows))
     else:
         parts.append("<p class='muted'>No faults were injected.</p>")
     parts.append("<h3>Throughput (records per second; fault windows shaded)</h3>")
     chart = throughput_chart(throughput, bands, duration, width, LANE_LABEL_WIDTH)
     parts.append(f'<div class="scroll">{chart}</div></section>')
     return "".join(parts)
+
+
+def _params(params: Any) -> dict:
+    """A fault's params as a dict (they are JSON text in the history); {} if they are not."""
+    try:
+        value = json.loads(params) if isinstance(params, str) else params
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _params_but(params: Any, key: str) -> Any:
+    value = _params(params)
+    return {k: v for k, v in value.items() if k != key} if value else params
+
+
+def _took_effect_in_words(fault: dict) -> str:
+    """What the fault's own record says; blank for a fault not healed or a run recorded
+    before faults said so."""
+    took = _params(fault.get("params")).get(FAULT_TOOK_EFFECT)
+    return "" if not isinstance(took, bool) else "yes" if took else "NO"
+
+
+def _without_effect(faults: list[dict]) -> str:
+    """A line that names the faults that hit nothing, so a schedule that did no harm is not
+    read as a pipeline that withstood it."""
+    missed = [f for f in faults if _params(f.get("params")).get(FAULT_TOOK_EFFECT) is False]
+    if not missed:
+        return ""
+    names = ", ".join(
+        f"{_text(f.get('f'))} {_text(f.get('target'))} at {_milliseconds(f.get('start'))} s"
+        for f in missed
+    )
+    return (
+        f'<p class="warn" id="faults-without-effect">{len(missed)} of {len(faults)} faults '
+        f"did not take effect (they hit nothing; see what each saw): {esc(names)}</p>"
+    )
 
 
 def _lane_legend() -> str:

@@ -21,7 +21,7 @@ from eoschaos.contract.errors import EoschaosError
 
 def test_port_layout_gives_every_listener_and_proxy_its_own_port():
     plan = layout(30000, [1, 2, 3])
-    assert len(set(plan.all_ports())) == len(plan.all_ports()) == 1 + 3 * (5 + 3)
+    assert len(set(plan.all_ports())) == len(plan.all_ports()) == 1 + 3 * (4 + 2 * 3)
     assert plan.toxiproxy_api == 30000
 
 
@@ -68,9 +68,40 @@ def test_each_node_reaches_every_controller_through_proxies_of_its_own():
     assert len(set(voters.values())) == 4  # no two nodes share a path to a controller
 
 
+def test_a_voter_advertises_a_controller_listener_per_source_node_at_that_pairs_proxy():
+    spec = ClusterSpec(brokers=4)
+    plan = layout(30000, spec.node_ids)
+    props = broker_properties(spec, plan, 2, Path("/d"))
+    advertised = props["advertised.listeners"].split(",")
+    listeners = props["listeners"].split(",")
+    for source in spec.node_ids:
+        link = f"controller-from-{source}"
+        name = f"CONTROLLER_FROM_{source}"
+        assert f"{name}://127.0.0.1:{plan.nodes[2].proxy[link]}" in advertised
+        assert f"{name}://127.0.0.1:{plan.nodes[2].real[link]}" in listeners
+
+
+def test_each_node_names_its_own_controller_listener_first():
+    """A KRaft 3.9+ follower looks the leader's endpoint up under its first controller listener
+    name: its own, so the leader's answer is the proxy of this pair, which a cut holds."""
+    spec = ClusterSpec(brokers=4)
+    plan = layout(30000, spec.node_ids)
+    names = {
+        n: broker_properties(spec, plan, n, Path("/d"))["controller.listener.names"].split(",")
+        for n in spec.node_ids
+    }
+    assert names[2] == [
+        "CONTROLLER_FROM_2",
+        "CONTROLLER_FROM_1",
+        "CONTROLLER_FROM_3",
+        "CONTROLLER_FROM_4",
+    ]
+    assert names[4] == ["CONTROLLER_FROM_4"]  # a broker-only node listens on none
+
+
 def test_instance_lanes_get_ports_of_their_own_on_every_node():
     plan = layout(30000, [1, 2, 3], lanes=6)
-    assert len(set(plan.all_ports())) == len(plan.all_ports()) == 1 + 3 * (5 + 3 + 2 * 6)
+    assert len(set(plan.all_ports())) == len(plan.all_ports()) == 1 + 3 * (4 + 2 * 3 + 2 * 6)
     assert layout(30000, [1, 2, 3]).nodes == layout(30000, [1, 2, 3], lanes=0).nodes
 
 

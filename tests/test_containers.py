@@ -21,7 +21,9 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
+from quorum import new_leader_of, until
 
+from eoschaos.chaos import faults
 from eoschaos.clusters import admin, kafka_dist, processes
 from eoschaos.clusters.broker_config import ClusterSpec
 from eoschaos.clusters.container_runtime import (
@@ -215,6 +217,21 @@ def test_clean_stop_of_the_active_controller_exits_on_sigterm_and_it_restarts(cl
     assert not cluster.node_alive(node)
     cluster.start_node(node)
     assert node in cluster.wait_healthy(timeout=180).brokers
+
+
+def test_split_of_the_active_controller_hands_the_quorum_to_the_majority(cluster):
+    """The controller listener per pair, advertised at the gateway's proxy of that pair, holds
+    the cut leader's Raft traffic in containers too: the majority elects a new controller."""
+    controller = cluster.active_controller()
+    others = [n for n in cluster.spec.node_ids if n != controller]
+    ctx = faults.FaultContext(cluster, None, cluster.run_dir, _quiet)  # type: ignore[arg-type]
+    heal = faults.split(ctx, {"broker": controller})
+    try:
+        new_controller = until(lambda: new_leader_of(cluster, others, controller), 60)
+    finally:
+        heal()
+    assert new_controller, "the majority follows no new controller 60 s into the split"
+    assert not cluster.wait_healthy(timeout=180).under_replicated
 
 
 def test_paused_broker_stops_answering_and_answers_again_after_resume(cluster):

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 from cluster_versions import OTHER_VERSIONS_NIGHTLY
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+from quorum import new_leader_of, until
 from test_cluster import _produce_acks_all, _topic_led_by
 
 from eoschaos.chaos.catalogue import CATALOGUE
@@ -219,34 +220,71 @@ def test_split_cuts_the_minority_broker_off_from_clients_and_peers(cluster, neme
     assert _produce_within(cluster.bootstrap, topic, 60)
 
 
-def test_split_lets_the_majority_take_over_the_minority_partitions_while_it_holds(cluster, nemesis):
-    """Two-way: the minority is fenced, and its partitions get a leader on the majority side,
-    which takes writes before the split heals.
+def _majority_address(cluster, minority: int) -> str:
+    """Client addresses of every node but `minority`: asked there, the answer is the majority's
+    view (the cut node still believes what it believed when it was cut)."""
+    return ",".join(cluster.client_address(n) for n in cluster.spec.node_ids if n != minority)
 
-    The minority is a node that is not the active controller. Known limitation (KRaft 3.9+,
-    docs/schedules.md): followers fetch the Raft log from the leader's own controller address,
-    not through the proxies, once they reconnect; a split that cuts off the active controller
-    leaves it leading, and it fences the majority instead (CI, once)."""
+
+@pytest.mark.parametrize("fault", ["split", "isolate-peers"])
+def test_cutting_off_the_active_controller_hands_the_quorum_and_its_partitions_to_the_majority(
+    cluster, nemesis, fault, tmp_path
+):
+    """Aimed at the Raft leader, the cut holds its Raft traffic too (a controller listener per
+    pair, each advertised at its pair's proxy): the majority elects a new controller and a new
+    leader for the cut node's partitions, which takes writes, all within the fault; after the
+    heal the node is back in every ISR."""
     controller = cluster.active_controller()
-    minority = next(node for node in (3, 2, 1) if node != controller)
-    topic = _topic_led_by(cluster, minority)
+    topic = _topic_led_by(cluster, controller)
     hurt = nemesis(Aim(topic))
-    active = hurt.start(_event("split", f"broker:{minority}"))
+    active = hurt.start(_event(fault, "controller"))
     assert active is not None
-    # Asked on the majority's side only: the cut broker still believes it leads, and a client
-    # that reached it would be told so (as in CI on 3.9.2, where the leader had moved).
-    majority = ",".join(cluster.client_address(n) for n in cluster.spec.node_ids if n != minority)
-    # fenced after broker.session.timeout.ms (6 s)
-    deadline = time.monotonic() + 60
-    leader = admin.partition_leader(majority, topic, 0)
-    while leader == minority and time.monotonic() < deadline:
-        time.sleep(0.5)
-        leader = admin.partition_leader(majority, topic, 0)
-    assert leader != minority, f"the majority still names {leader} as leader 60 s into the split"
+    majority = _majority_address(cluster, controller)
+    others = [n for n in cluster.spec.node_ids if n != controller]
+
+    new_controller = until(lambda: new_leader_of(cluster, others, controller), 60)
+    assert new_controller, f"the majority follows no new controller 60 s into the {fault}"
+    moved = until(lambda: admin.partition_leader(majority, topic, 0) != controller, 60)
+    assert moved, f"{controller} still leads {topic}-0 60 s into the {fault}"
     # a request in flight to the cut broker would hang until its 30 s request timeout, so the
     # producer starts now, not before the move
     assert _produce_within(majority, topic, 30)
     hurt.heal(active=active)
+    health = cluster.wait_healthy(timeout=120)
+    assert health.under_replicated == ()
+    healed = _healed_params(tmp_path)
+    assert healed["broker"] == controller and healed["controller_during"] == new_controller
+    assert healed["moved"] is True and healed["took_effect"] is True
+
+
+def _healed_params(tmp_path: Path) -> dict:
+    """The params of the last healed fault: what it recorded it saw."""
+    ok = [e for e in _fault_history(tmp_path) if e["type"] == "ok"]
+    return json.loads(ok[-1]["params"])
+
+
+@OTHER_VERSIONS_NIGHTLY
+def test_a_kill_of_a_broker_already_down_records_that_it_took_no_effect(cluster, nemesis, tmp_path):
+    cluster.kill_node(3)
+    hurt = nemesis(Aim("none"))
+    active = hurt.start(_event("kill", "broker:3"))
+    assert active is not None
+    hurt.heal(active=active)  # restarts it
+    assert _healed_params(tmp_path) == {"broker": 3, "was_running": False, "took_effect": False}
+
+
+@OTHER_VERSIONS_NIGHTLY
+def test_a_toxic_records_how_many_client_links_it_hurt_and_who_led_the_aimed_partition(
+    cluster, nemesis, tmp_path
+):
+    topic = _topic_led_by(cluster, 2)
+    hurt = nemesis(Aim(topic))
+    active = hurt.start(_event("latency", f"leader:{topic}/0"))
+    assert active is not None
+    hurt.heal(active=active)
+    healed = _healed_params(tmp_path)
+    assert healed["links_hurt"] == len(cluster.client_links()) == 3  # shared listener, 2 lanes
+    assert (healed["leader_during"], healed["moved"], healed["took_effect"]) == (2, False, True)
 
 
 @OTHER_VERSIONS_NIGHTLY

@@ -277,6 +277,28 @@ def test_fault_params_read_as_words_and_times_to_the_millisecond():
     assert latency.endswith("<td>20.000</td><td>never healed</td></tr>")
 
 
+def test_a_fault_that_took_no_effect_is_named_above_the_fault_table_and_marked_no():
+    data = verdict()
+    data["timeline"]["faults"][0]["params"] = (
+        '{"broker": 2, "took_effect": false, "was_running": false}'
+    )
+    document = render_report(data)
+    warning = re.search(r'<p class="warn" id="faults-without-effect">(.*?)</p>', document)
+    assert warning.group(1).startswith("1 of 2 faults did not take effect")
+    assert "kill broker 2 at " in warning.group(1)
+    row = re.search(r"<tr><td>kill</td>.*?</tr>", document).group(0)
+    assert "<td>NO</td><td>broker 2, was running no</td>" in row
+
+
+def test_faults_that_took_effect_raise_no_warning_and_say_yes():
+    data = verdict()
+    for fault in data["timeline"]["faults"]:
+        fault["params"] = '{"broker": 1, "took_effect": true}'
+    document = render_report(data)
+    assert "faults-without-effect" not in document
+    assert document.count("<td>yes</td><td>broker 1</td>") == 2
+
+
 def test_the_timeline_has_one_lane_per_process_seeder_first():
     document = render_report(verdict())
     timeline = re.search(r'<section id="timeline">.*?</section>', document).group(0)

@@ -340,6 +340,31 @@ def _aimed_faults(verdict: dict[str, Any]) -> list[dict[str, Any]]:
     return [fault for fault in faults if "mid_transaction" in fault["params"]]
 
 
+@pytest.mark.parametrize(
+    "scenario", _scenarios(lambda s: bool(s.options.get("faults") or s.options.get("schedule")))
+)
+def test_every_healed_fault_records_whether_it_took_effect_and_who_held_its_aimed_role(
+    verdict_of, scenario
+):
+    """The recorded effect, not the schedule, is what a reviewer rests on: each healed fault
+    says whether it hit anything, and one aimed at a role (a coordinator, the controller, a
+    partition's leader) says who held that role while it held."""
+    verdict = verdict_of(scenario)
+    healed = [
+        {**fault, "params": json.loads(fault["params"] or "{}")}
+        for fault in verdict["timeline"]["faults"]
+        if fault["end"] is not None and not fault.get("error")
+    ]
+    assert healed, verdict["report"]
+    for fault in healed:
+        assert isinstance(fault["params"].get("took_effect"), bool), fault
+        role = {"coordinator": "coordinator", "group-coordinator": "group_coordinator"}.get(
+            fault["target"]
+        )
+        if role is not None:
+            assert f"{role}_during" in fault["params"], fault
+
+
 def _hung_calls(run_dir: str, instance: int) -> list[dict[str, Any]]:
     """The instance's client calls that blocked past their timeout (its process then exits)."""
     events = (

@@ -82,6 +82,10 @@ SEEDER = "seeder"
 OBSERVER = "observer"  # the downstream read_committed reader, live during the run
 SUPERVISOR = "supervisor"  # starts and exits of workload instances
 NEMESIS = "nemesis"
+# The key of a healed fault's params (its `ok` row) that says whether it did what it is for:
+# false when it saw that it hit nothing (a broker already down, an instance with no transaction
+# in flight). The same params hold what it saw change (docs/history.md).
+FAULT_TOOK_EFFECT = "took_effect"
 FINAL_COMMITTED = "final-committed"  # the read_committed scan of every topic at the end
 FINAL_UNCOMMITTED = "final-uncommitted"  # the read_uncommitted scan at the end
 FINAL_SCAN_BY_ISOLATION = {"read_committed": FINAL_COMMITTED, "read_uncommitted": FINAL_UNCOMMITTED}
