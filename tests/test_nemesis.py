@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from cluster_versions import OTHER_VERSIONS_NIGHTLY
+from cluster_versions import KAFKA_VERSIONS, OTHER_VERSIONS_NIGHTLY
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from quorum import new_leader_of, until
 from test_cluster import _produce_acks_all, _topic_led_by
@@ -226,7 +226,17 @@ def _majority_address(cluster, minority: int) -> str:
     return ",".join(cluster.client_address(n) for n in cluster.spec.node_ids if n != minority)
 
 
-@pytest.mark.parametrize("fault", ["split", "isolate-peers"])
+@pytest.mark.parametrize(
+    ("session_cluster", "fault"),
+    [
+        (KAFKA_VERSIONS[0], "split"),
+        (KAFKA_VERSIONS[0], "isolate-peers"),
+        *((version, "split") for version in KAFKA_VERSIONS[1:]),
+        # the same Raft code path as split; the other versions' run of it is nightly
+        *(pytest.param(v, "isolate-peers", marks=pytest.mark.chaos) for v in KAFKA_VERSIONS[1:]),
+    ],
+    indirect=["session_cluster"],
+)
 def test_cutting_off_the_active_controller_hands_the_quorum_and_its_partitions_to_the_majority(
     cluster, nemesis, fault, tmp_path
 ):
