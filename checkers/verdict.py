@@ -22,6 +22,7 @@ from eoschaos.checkers.findings import result, tally
 from eoschaos.checkers.forensics import forensics_section
 from eoschaos.checkers.history_io import History, load_history
 from eoschaos.checkers.lineage import lineage_section
+from eoschaos.checkers.raw_records import attach_raw_records
 from eoschaos.checkers.timeline import timeline
 from eoschaos.checkers.transactions import transaction_reads, transaction_stats, transaction_table
 from eoschaos.contract.capabilities import Capabilities
@@ -102,6 +103,7 @@ def check_run(
         checks["fencing.zombie-write"]["counts"]["rejected_attempts"] = txn_stats.get(
             "rejected_attempts", 0
         )
+    attach_raw_records(history, checks)
     unfinished = _unfinished(census)
     verdict = {
         "verdict": _overall(checks, unfinished),

@@ -292,7 +292,10 @@ def _check_examples(name: str, check: dict, drawn: set[tuple[str, int]]) -> str:
     columns: list[str] = []
     for _, example in shown:
         columns += [key for key in example if key not in columns]
-    rows = [[example.get(column) for column in columns] for _, example in shown]
+    rows = [
+        [_record_in_words(example.get(c)) if c == "record" else example.get(c) for c in columns]
+        for _, example in shown
+    ]
     if any((name, index) in drawn for index, _ in shown):
         columns.append("lineage")
         for row, (index, _) in zip(rows, shown, strict=True):
@@ -305,6 +308,24 @@ def _check_examples(name: str, check: dict, drawn: set[tuple[str, int]]) -> str:
         f'<details id="check-{esc(name)}"{opened}><summary>{esc(name)}: '
         f"{len(shown)} example record(s)</summary>{_table(columns, rows)}{note}</details>"
     )
+
+
+def _record_in_words(record: Any) -> str:
+    """A record kept as it was (key, value, headers), as one line of text; escaped like every
+    cell, so whatever a pipeline wrote shows as text and never as markup."""
+    if record is None:
+        return ""
+    if not isinstance(record, dict):
+        return _text(record)
+    parts = [f"key {_shown(record.get('key'))}", f"value {_shown(record.get('value'))}"]
+    headers = [h for h in _list(record.get("headers")) if isinstance(h, list) and len(h) == 2]
+    if headers:
+        parts.append("headers " + ", ".join(f"{_shown(k)}={_shown(v)}" for k, v in headers))
+    return "; ".join(parts)
+
+
+def _shown(text: Any) -> str:
+    return "(null)" if text is None else f'"{text}"'
 
 
 def _lineage_anchor(check: Any, example: Any) -> str:
@@ -468,7 +489,8 @@ def _forensics(verdict: dict) -> str:
         pattern = example.get("pattern")
         parts.append(
             f"<h3>{esc(example.get('check'))}: example {esc(example.get('example'))}, "
-            f"id {esc(example.get('id'))}</h3>"
+            + (f"id {esc(example['id'])}" if example.get("id") is not None else "naming no id")
+            + "</h3>"
             + (
                 f'<p class="pattern"><strong>What the log shows:</strong> {esc(pattern)}.</p>'
                 if pattern

@@ -183,7 +183,8 @@ def hostile() -> dict:
     """A failing verdict with attacker-controlled strings everywhere the history can reach."""
     data = verdict("FAIL")
     check = data["checks"]["delivery.duplicate"]
-    check["examples"] = [{"id": 2, "value": SCRIPT, "error": BREAKOUT}]
+    record = {"key": SCRIPT, "value": BREAKOUT, "headers": [[SCRIPT, BREAKOUT]]}
+    check["examples"] = [{"id": 2, "value": SCRIPT, "error": BREAKOUT, "record": record}]
     check["counts"] = {SCRIPT: BREAKOUT}
     data["checks"][BREAKOUT] = copy.deepcopy(check)
     data["damage"] = [SCRIPT]
@@ -275,6 +276,21 @@ def test_fault_params_read_as_words_and_times_to_the_millisecond():
     assert "kill broker 2 (instance 0, mid transaction yes): 7.7s to 12.5s" in document
     latency = re.search(r"<tr><td>latency</td>.*?</tr>", document).group(0)
     assert latency.endswith("<td>20.000</td><td>never healed</td></tr>")
+
+
+def test_an_example_kept_as_it_was_shows_key_value_and_headers_as_one_line():
+    data = verdict()
+    examples = data["checks"]["delivery.duplicate"]["examples"]
+    examples.append({"id": 3, "partition": 1, "offset": 2})  # one not kept: an empty cell
+    examples[0]["record"] = {
+        "key": "\\xffk",
+        "value": None,
+        "headers": [["trace", "t-1"], ["src", "in/0/5"]],
+    }
+    document = render_report(data)
+    expected = 'key "\\xffk"; value (null); headers "trace"="t-1", "src"="in/0/5"'
+    assert f"<td>{html.escape(expected)}</td>" in document
+    assert '<td class="num">3</td><td class="num">1</td><td class="num">2</td><td></td>' in document
 
 
 def test_a_fault_that_took_no_effect_is_named_above_the_fault_table_and_marked_no():

@@ -9,12 +9,14 @@ The other workloads' known-bad modes are marked chaos (nightly, `pytest -m chaos
 from __future__ import annotations
 
 import json
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
+from browser import rendered_dom, screenshot
 
 from eoschaos.chaos.schedule import FaultEvent
 from eoschaos.contract.history import HUNG_ERROR_PREFIX, SUPERVISOR, instance_history_files
@@ -263,6 +265,24 @@ SCENARIOS += [
         nightly=True,
     ),
 ]
+SCENARIOS += [
+    Scenario(
+        # Copies its input faithfully and writes one record naming no id, with markup in its
+        # key, value and headers (tests/byo_hostile.py): a phantom, shown in the report as text.
+        "byo-hostile-output",
+        {
+            "workload": "byo",
+            "command": f"{sys.executable} {Path(__file__).parent / 'byo_hostile.py'}",
+            "mode": "alos",
+            "faults": "",
+            "duration": 12,
+            "records": 1000,
+            "instances": 1,
+        },
+        must_fail=("delivery.phantom",),
+        must_pass=("delivery.lost", "delivery.duplicate-input"),
+    ),
+]
 BY_NAME = {scenario.name: scenario for scenario in SCENARIOS}
 _verdicts: dict[str, dict[str, Any] | Exception] = {}
 _run_again: set[str] = set()  # scenarios already run a second time for a rerun test
@@ -363,6 +383,28 @@ def test_every_healed_fault_records_whether_it_took_effect_and_who_held_its_aime
         )
         if role is not None:
             assert f"{role}_during" in fault["params"], fault
+
+
+def test_a_phantom_example_shows_its_record_as_it_was(verdict_of):
+    (example,) = verdict_of("byo-hostile-output")["checks"]["delivery.phantom"]["examples"]
+    record = example["record"]
+    assert record["key"].startswith("\\xff\\xfe<script>")  # bytes that are not UTF-8, named
+    assert record["value"].startswith("</td></tr></table><img src=x onerror=")
+    assert record["headers"][0][0].startswith("</textarea><script>")
+
+
+def test_markup_a_pipeline_wrote_shows_as_text_in_a_browser_and_runs_nothing(verdict_of, tmp_path):
+    """Checked in Chromium, not by reading the HTML: each payload, had it run, would have
+    marked <body>; and each shows, escaped, as the text of the example's record cell."""
+    report = Path(verdict_of("byo-hostile-output")["report"])
+    dom = rendered_dom(report)
+    screenshot(report, tmp_path / "hostile-report.png")
+    assert re.search(r"<body[^>]*data-pwned", dom) is None
+    assert "<img" not in dom and "<svg onload" not in dom
+    cell = re.search(r'<details id="check-delivery.phantom".*?</details>', dom, re.S).group(0)
+    assert "&lt;/td&gt;&lt;/tr&gt;&lt;/table&gt;&lt;img src=x onerror=" in cell
+    assert "&lt;/textarea&gt;&lt;script&gt;document.body.setAttribute(" in cell
+    assert "\\xff\\xfe&lt;script&gt;" in cell
 
 
 def _hung_calls(run_dir: str, instance: int) -> list[dict[str, Any]]:

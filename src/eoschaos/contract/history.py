@@ -99,8 +99,37 @@ END_EXPECTED = "end-expected"  # what a user's --expect function says the output
 LOG_BATCHES = "log-batches"
 LOG_BATCH_KIND = "log"
 
+# A read of a record that names no source id (what a phantom is made of) keeps the record as it
+# was in its `params`: {"key", "value", "headers": [[name, value], ...]}, each text shortened to
+# RAW_TEXT_MAX characters, bytes that are not UTF-8 as \xNN. At most RAW_RECORDS_PER_READER per
+# reader: enough to show any anomaly example, bounded whatever a broken pipeline writes.
+RAW_TEXT_MAX = 200
+RAW_RECORDS_PER_READER = 100
+
 FLUSH_INTERVAL_S = 0.5
 NEWER_INCARNATION_POLL_S = 0.2
+
+
+def raw_text(data: bytes | None) -> str | None:
+    """Bytes as text a report can show: UTF-8 where they are, a backslash, x and two hex digits
+    per byte where not, shortened to RAW_TEXT_MAX characters with the full length said."""
+    if data is None:
+        return None
+    text = data.decode("utf-8", errors="backslashreplace")
+    if len(text) <= RAW_TEXT_MAX:
+        return text
+    return f"{text[:RAW_TEXT_MAX]}… ({len(data)} bytes)"
+
+
+def raw_record(
+    key: bytes | None, value: bytes | None, headers: list[tuple[str, bytes | None]] | None
+) -> dict[str, Any]:
+    """A record as it was, for a read's `params` (see RAW_TEXT_MAX)."""
+    return {
+        "key": raw_text(key),
+        "value": raw_text(value),
+        "headers": [[raw_text(name.encode()), raw_text(data)] for name, data in headers or ()],
+    }
 
 
 def instance_name(instance: int, incarnation: int) -> str:
