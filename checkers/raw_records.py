@@ -37,9 +37,9 @@ def attach_raw_records(history: History, checks: dict[str, dict]) -> None:
         history.kind("read")
         .where(F.col("params").isNotNull() & at_a_place)
         .select("topic", "partition", "offset", "params")
-        .dropDuplicates(["topic", "partition", "offset"])
         .collect()
     )
+    # every reader that kept a place kept the same record: any one of them will do
     raw: dict[tuple[str, int, int], Any] = {
         (row["topic"], row["partition"], row["offset"]): json.loads(row["params"]) for row in rows
     }

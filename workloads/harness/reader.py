@@ -180,13 +180,13 @@ class TopicReader:
             record_id = _decimal(message.key())
         if record_id is not None:
             fields["id"] = record_id
-        if self._seen is not None and "id" in fields:
+        if "id" not in fields:
+            if self._raw_left > 0:  # a record naming no id is a phantom: kept as it was
+                self._raw_left -= 1
+                raw = raw_record(message.key(), message.value(), message.headers())
+                fields["params"] = json.dumps(raw)
+        elif self._seen is not None:
             self._seen.add(fields["id"])
-        elif "id" not in fields and self._raw_left > 0:
-            # a record naming no id is a phantom: the report shows it as it was
-            self._raw_left -= 1
-            raw = raw_record(message.key(), message.value(), message.headers())
-            fields["params"] = json.dumps(raw)
         self._history.record(
             "read",
             "ok",
