@@ -19,7 +19,7 @@ from urllib.parse import unquote, urlparse
 
 from py4j.protocol import Py4JJavaError
 from pyspark.errors import PySparkException
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
@@ -81,16 +81,34 @@ def load_history(spark: SparkSession, run_dir: Path) -> History:
 def compact_history(spark: SparkSession, run_dir: Path) -> None:
     """history/*.jsonl -> history.parquet partitioned by kind, replacing any earlier compaction.
 
+    One pass: the JSON is parsed once, by the write, which counts the lines that did not parse
+    as it goes (an observed metric). Only when it found some are they fetched and classified,
+    in a second pass. (Caching the parsed lines to ask about them first cost more than the
+    parse itself: 2.7 s of a 5.2 s compaction of a 144k-event run.)
+
     Written beside the target and renamed into place, with the damage notes inside, so a
-    crash never leaves a history.parquet that claims to be complete but is not.
+    crash or refused damage never leaves a history.parquet that claims to be complete.
     """
     run_dir = Path(run_dir)
     read_manifest(run_dir)
-    events, damage = _read_jsonl(spark, run_dir / HISTORY_DIR)
+    raw = _raw_jsonl(spark, run_dir / HISTORY_DIR)
     target = run_dir / PARQUET_DIR
     staging = run_dir / f"{PARQUET_DIR}.tmp"
     shutil.rmtree(staging, ignore_errors=True)
-    write_parquet(events, staging)
+    unparsed = Observation("unparsed")
+    parsed = raw.observe(unparsed, F.count(CORRUPT).alias("lines")).filter(F.col(CORRUPT).isNull())
+    try:
+        write_parquet(parsed.select(*event_schema().fieldNames()), staging)
+        damage = _damage(raw.cache()) if unparsed.get["lines"] else []
+    except (PySparkException, Py4JJavaError) as error:
+        shutil.rmtree(staging, ignore_errors=True)
+        _raise_if_executors_cannot_read(error, run_dir / HISTORY_DIR)
+        raise
+    except EoschaosError:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    finally:
+        raw.unpersist()
     if damage:
         (staging / DAMAGE_NOTE).write_text(json.dumps(damage) + "\n")
     shutil.rmtree(target, ignore_errors=True)
@@ -138,32 +156,41 @@ def _read_parquet(spark: SparkSession, path: Path, run_dir: Path) -> tuple[DataF
 
 
 def _read_jsonl(spark: SparkSession, directory: Path) -> tuple[DataFrame, list[str]]:
+    raw = _raw_jsonl(spark, directory).cache()  # parsed once for every check that reads it
+    try:
+        damage = _damage(raw)
+    except (PySparkException, Py4JJavaError) as error:
+        _raise_if_executors_cannot_read(error, directory)
+        raise
+    return raw.filter(F.col(CORRUPT).isNull()).select(*event_schema().fieldNames()), damage
+
+
+def _raw_jsonl(spark: SparkSession, directory: Path) -> DataFrame:
+    """Every line of the history files, with the text of those that did not parse as an event
+    of the schema (in CORRUPT) and the file each came from."""
     files = sorted(directory.glob("*.jsonl"))
     if not files:
         raise EoschaosError(
             f"{directory}: no history files (*.jsonl); the run recorded nothing to check"
         )
-    raw = (
+    return (
         spark.read.schema(f"{SCHEMA_DDL}, {CORRUPT} STRING")
         .option("mode", "PERMISSIVE")
         .option("columnNameOfCorruptRecord", CORRUPT)
         .json([str(f) for f in files])
         .select("*", F.col("_metadata.file_path").alias("_file"))
         .coalesce(_partitions_for(spark, sum(f.stat().st_size for f in files)))
-        .cache()  # parsed once; Spark also refuses to query the corrupt column of raw JSON
     )
-    try:
-        corrupt = (
-            raw.filter(F.col(CORRUPT).isNotNull())
-            .select("_file", CORRUPT)
-            .limit(MAX_CORRUPT_SHOWN)
-            .collect()
-        )
-    except (PySparkException, Py4JJavaError) as error:
-        _raise_if_executors_cannot_read(error, directory)
-        raise
-    damage = _classify_corrupt_lines([(row["_file"], row[CORRUPT]) for row in corrupt])
-    return raw.filter(F.col(CORRUPT).isNull()).select(*event_schema().fieldNames()), damage
+
+
+def _damage(raw: DataFrame) -> list[str]:
+    """Damage notes for the lines of RAW (cached: Spark refuses to query the corrupt column of
+    raw JSON, and a cache is parsed with every column, so a wrong type is caught too) that
+    did not parse; EoschaosError for damage that is more than a cut-short last line."""
+    corrupt = (
+        raw.filter(F.col(CORRUPT).isNotNull()).select("_file", CORRUPT).limit(MAX_CORRUPT_SHOWN)
+    )
+    return _classify_corrupt_lines([(row["_file"], row[CORRUPT]) for row in corrupt.collect()])
 
 
 def _partitions_for(spark: SparkSession, size: int) -> int:

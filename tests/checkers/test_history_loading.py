@@ -119,6 +119,14 @@ def test_compaction_of_a_cut_short_history_stays_incomplete(spark, tmp_path):
     assert "observer.jsonl" in history.damage[0]
 
 
+def test_compaction_refuses_a_wrong_type_and_leaves_no_parquet(spark, tmp_path):
+    run_dir = write_run(tmp_path)
+    append(run_dir / "history" / "seeder.jsonl", '{"kind":"send","partition":"zero"}\n')
+    with pytest.raises(EoschaosError, match=r"seeder\.jsonl:4"):
+        compact_history(spark, run_dir)
+    assert sorted(p.name for p in run_dir.iterdir()) == ["history", "run.json"]
+
+
 def test_parquet_of_another_schema_is_refused_with_the_way_back(spark, tmp_path):
     run_dir = write_run(tmp_path)
     spark.range(3).write.parquet(str(run_dir / "history.parquet"))
