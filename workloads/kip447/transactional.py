@@ -32,8 +32,13 @@ from eoschaos.workloads.kip447.group_member import GroupMember, offsets_field
 # and its queued records still alive and tries to finish them — the attempt fencing must reject.
 TRANSACTION_TIMEOUT_MS = 20000
 MESSAGE_TIMEOUT_MS = 15000  # below the transaction timeout, as librdkafka requires
-OPERATION_TIMEOUT_S = 30.0
-HANG_LIMIT_S = OPERATION_TIMEOUT_S + 15.0  # a call still blocked by then ignores its timeout
+# A timed-out call is retried (its error is retriable), so the timeout only bounds one wait;
+# a call still blocked HANG_MARGIN_S past it ignores its timeout (librdkafka #5456: seen in
+# every group-coordinator kill of a 6-cell benchmark matrix) and the incarnation is replaced.
+# Each second of the hang limit is a second the pipeline stands still, in every such run.
+OPERATION_TIMEOUT_S = 10.0
+HANG_MARGIN_S = 10.0  # scheduling slack on a loaded 2-core machine
+HANG_LIMIT_S = OPERATION_TIMEOUT_S + HANG_MARGIN_S
 FENCING_ERRORS = {KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH}
 
 
