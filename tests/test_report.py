@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import base64
 import copy
+import hashlib
 import html
 import re
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from browser import rendered_dom, screenshot
+from browser import in_page, rendered_dom, screenshot
 
 from eoschaos.checkers.verdict import DESCRIPTIONS
 from eoschaos.reports.html import LOOK_AT, render_report, write_report
+from eoschaos.reports.html import SCRIPT as SORT_AND_FILTER
 
 SCRIPT = "<script>alert(1)</script>"
 BREAKOUT = '"><img onerror=alert(1) src=x>'
@@ -161,16 +164,24 @@ def lanes() -> list[dict]:
 
 
 class _Elements(HTMLParser):
-    """Every start tag and attribute name in a document, as a browser's tokenizer sees them."""
+    """Every start tag and attribute name in a document, and the text of every script, as a
+    browser's tokenizer sees them."""
 
     def __init__(self) -> None:
         super().__init__()
         self.tags: set[str] = set()
         self.attributes: set[str] = set()
+        self.scripts: list[str] = []
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self.tags.add(tag)
         self.attributes.update(name for name, _ in attrs)
+        if tag == "script":
+            self.scripts.append("")
+
+    def handle_data(self, data: str) -> None:
+        if self.lasttag == "script" and self.scripts and not self.scripts[-1]:
+            self.scripts[-1] = data
 
 
 def elements(document: str) -> _Elements:
@@ -241,10 +252,21 @@ def test_not_applicable_checks_are_listed_with_their_reason():
 def test_hostile_strings_from_the_history_appear_only_escaped():
     document = render_report(hostile())
     parsed = elements(document)
-    assert not parsed.tags & {"script", "img", "iframe", "object", "embed", "link"}
+    assert not parsed.tags & {"img", "iframe", "object", "embed", "link"}
+    assert parsed.scripts == [SORT_AND_FILTER]  # the page's own, and nothing else
     assert not {name for name in parsed.attributes if name.startswith("on")}
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in document
     assert "&quot;&gt;&lt;img onerror=alert(1) src=x&gt;" in document
+
+
+def test_the_browser_may_run_the_pages_own_script_and_no_other():
+    document = render_report(hostile())
+    [script] = elements(document).scripts
+    digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
+    policy = re.search(r'http-equiv="Content-Security-Policy" content="([^"]*)"', document)
+    assert policy is not None
+    assert f"script-src 'sha256-{digest}'" in policy.group(1)
+    assert "unsafe" not in policy.group(1).split("script-src")[1]
 
 
 def test_the_report_has_nothing_to_fetch():
@@ -435,6 +457,45 @@ def test_a_failing_report_in_a_real_browser_shows_verdict_checks_lanes_and_foren
     assert screenshot(page, tmp_path / "report.png").stat().st_size > 10_000
 
 
+EXAMPLES = "document.getElementById('check-delivery.duplicate').querySelector('table')"
+SHOWN_IDS = (
+    f"Array.from({EXAMPLES}.tBodies[0].rows).filter(row => !row.hidden)"
+    ".map(row => Number(row.cells[0].textContent))"
+)
+
+
+def _click_heading(column: int) -> str:
+    heading = f"{EXAMPLES}.tHead.rows[0].cells[{column}]"
+    return f"{heading}.click(), [{heading}.getAttribute('aria-sort'), {SHOWN_IDS}]"
+
+
+def test_a_reviewer_sorts_and_filters_an_anomaly_table_in_a_real_browser(tmp_path: Path):
+    data = verdict("FAIL")
+    places = [(12, 1, 40), (3, 0, 7), (25, 2, 9), (7, 1, 100), (40, 0, 2)]
+    data["checks"]["delivery.duplicate"]["examples"] = [
+        {"id": i, "partition": p, "offset": o} for i, p, o in places
+    ]
+    page = write_report(data, tmp_path / "report.html")
+    filter_box = f"{EXAMPLES}.previousElementSibling.previousElementSibling"
+    steps = [
+        SHOWN_IDS,
+        _click_heading(0),
+        _click_heading(0),
+        _click_heading(2),  # offsets compare as numbers: 2 < 7 < 9 < 40 < 100
+        f"{filter_box}.focus(), document.activeElement.className",
+        f"[{SHOWN_IDS}, {EXAMPLES}.previousElementSibling.textContent]",
+    ]
+    values = in_page(page, *steps, typed={5: "25"})
+    assert values == [
+        [12, 3, 25, 7, 40],
+        ["ascending", [3, 7, 12, 25, 40]],
+        ["descending", [40, 25, 12, 7, 3]],
+        ["ascending", [40, 3, 25, 12, 7]],
+        "filter",
+        [[25], " 1 of 5 rows"],
+    ]
+
+
 def test_a_passing_report_in_a_real_browser_shows_pass_and_no_forensics(tmp_path: Path):
     page = write_report(verdict("PASS"), tmp_path / "report.html")
     dom = rendered_dom(page)
@@ -448,7 +509,7 @@ def test_failed_checks_come_first_each_with_where_to_look():
     data = verdict("FAIL")
     data["checks"] = dict(reversed(list(data["checks"].items())))  # the PASS listed first
     document = render_report(data)
-    checks = re.search(r"<h2>Checks</h2><table>.*?</table>", document).group(0)
+    checks = re.search(r"<h2>Checks</h2><table class=\"data\">.*?</table>", document).group(0)
     assert re.findall(r"<tr><td>(?:<a [^>]*>)?([\w.-]+)", checks) == [
         "delivery.duplicate",
         "delivery.lost",
