@@ -26,6 +26,7 @@ class FaultSpec:
     summary: str
     takes_broker_out: bool = False  # a broker stops serving peers or clients while it holds
     params: dict[str, Any] = field(default_factory=dict)
+    needs_lane: bool = False  # works on the instance's own client lane (a proxy per broker)
 
 
 # Broker faults hold 6 s: past the brokers' session timeout and the clients' default request
@@ -109,6 +110,19 @@ CATALOGUE: dict[str, FaultSpec] = {
             8.5,
             "cut an instance off from every broker (its own client lane), heal after duration",
             params={"mode": "silent"},
+            needs_lane=True,
+        ),
+        # Each request held past the kip447 processors' 10 s call timeout, and on for long
+        # enough to hold a commit's two requests to the coordinator one after the other:
+        # AddOffsetsToTxn (send-offsets), then EndTxn (commit).
+        FaultSpec(
+            "delay-endtxn",
+            "instance",
+            25.0,
+            "hold an instance's requests to its transaction coordinator (its commit) for "
+            "hold_ms, then release them",
+            params={"hold_ms": 11000},
+            needs_lane=True,
         ),
     )
 }

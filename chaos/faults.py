@@ -8,6 +8,7 @@ Adding a fault = one catalogue row (chaos/catalogue.py) + one unit registered in
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -256,6 +257,50 @@ def twin(ctx: FaultContext, params: dict[str, Any]) -> Heal:
     return lambda: ctx.workload.stop_twin(twin)
 
 
+def delay_endtxn(ctx: FaultContext, params: dict[str, Any]) -> Heal:
+    """Hold what the instance sends its transaction coordinator -- AddOffsetsToTxn and EndTxn:
+    its commit -- for hold_ms (a latency toxic on its own lane to that broker, client to broker
+    only), past the client's request timeout, so the client times out, retries or moves on
+    while the request is still on its way; the heal removes the toxic and releases what it
+    still holds. Aimed like a zombie: frozen right after it produced a batch, the instance
+    cannot send its commit before the hold is in place.
+
+    What it can reorder (docs/schedules.md): Toxiproxy keeps one connection's bytes in order,
+    so a held request is overtaken only by requests on other connections -- produce requests
+    to leaders on other brokers, offset commits to a group coordinator on another broker, a
+    retry on a new connection once the hold is gone -- never by the same client's later
+    requests to the same coordinator over the held connection. Everything else the instance
+    sends that broker on its lane (fetches, heartbeats if it is also the group coordinator)
+    is held too."""
+    instance = params["instance"]
+    lane = lane_link(instance)
+    if lane not in ctx.cluster.client_links():
+        raise LookupError(f"instance {instance} has no lane of its own on this cluster")
+    transactional_id = ctx.workload.transactional_id(instance)
+    if transactional_id is None:
+        raise LookupError(f"instance {instance} has no transactional.id: no commit to hold")
+    coordinator = ctx.cluster.transaction_coordinator(transactional_id)
+    params["coordinator"] = coordinator
+    _freeze_mid_transaction(ctx, instance, params)
+    try:
+        name = ctx.cluster.add_toxic(
+            coordinator,
+            lane,
+            "latency",
+            stream="upstream",
+            attributes={"latency": params["hold_ms"], "jitter": 0},
+        )
+    finally:
+        ctx.workload.resume_instance(instance)
+    held_from = time.monotonic()
+
+    def heal() -> None:
+        ctx.cluster.remove_toxic(coordinator, lane, name)
+        params["held_s"] = round(time.monotonic() - held_from, 3)
+
+    return heal
+
+
 def _freeze_mid_transaction(ctx: FaultContext, instance: int, params: dict[str, Any]) -> None:
     """SIGSTOP the instance right after it produced a batch (or after the wait runs out);
     whether it was caught mid-transaction goes into the fault's params, the recorded
@@ -290,4 +335,5 @@ UNITS: dict[str, Callable[[FaultContext, dict[str, Any]], Heal]] = {
     "zombie": zombie,
     "twin": twin,
     "isolate-instance": isolate_instance,
+    "delay-endtxn": delay_endtxn,
 }

@@ -30,6 +30,7 @@ from eoschaos.chaos.nemesis import Nemesis
 from eoschaos.chaos.schedule import FaultEvent
 from eoschaos.clusters import admin
 from eoschaos.clusters.process_backend import ProcessCluster
+from eoschaos.contract.history import HistoryWriter, instance_name
 
 pytestmark = pytest.mark.cluster
 
@@ -183,6 +184,44 @@ def test_isolate_instance_cuts_only_that_instance_off_every_broker_until_healed(
     assert _produce_within(cluster.bootstrap, topic, 30)  # and so do eoschaos's own clients
     hurt.heal(active=active)
     assert _produce_within(isolated, topic, 60)
+
+
+@OTHER_VERSIONS_NIGHTLY
+def test_delay_endtxn_holds_a_commit_caught_mid_transaction_until_healed(
+    cluster, nemesis, tmp_path
+):
+    released_after_s = 3.0
+    aim = Aim(_topic_led_by(cluster, 1), instance_count=1, txn_id=f"txn-{uuid.uuid4().hex[:8]}")
+    producer = Producer(
+        {
+            "bootstrap.servers": cluster.instance_bootstrap(0),
+            "transactional.id": aim.txn_id,
+            "log_level": 0,
+        }
+    )
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce(aim.input_topic, value=b"x")
+    producer.flush(30)
+    hurt = nemesis(aim)
+    # This test is instance 0: it records its produced batch as a kip447 processor does, and
+    # that is the moment the fault is aimed at.
+    with HistoryWriter(tmp_path, instance_name(0, 0), flush_each=True) as history:
+        history.record("txn", "ok", "init")
+        threading.Timer(0.5, history.record, args=("txn", "ok", "produce")).start()
+        event = _event("delay-endtxn", "instance:0", hold_ms=60_000)  # far past the heal
+        active = hurt.start(event)
+    assert active is not None
+    threading.Timer(released_after_s, hurt.heal, kwargs={"active": active}).start()
+    started = time.monotonic()
+    producer.commit_transaction(30)
+    committed_after_s = time.monotonic() - started
+    assert released_after_s - 0.5 <= committed_after_s < released_after_s + 5
+    ok = next(e for e in _fault_history(tmp_path) if e["type"] == "ok")
+    params = json.loads(ok["params"])
+    assert params["coordinator"] == cluster.transaction_coordinator(aim.txn_id)
+    assert (params["mid_transaction"], params["took_effect"]) == (True, True)
+    assert params["held_s"] >= released_after_s - 0.5
 
 
 @OTHER_VERSIONS_NIGHTLY

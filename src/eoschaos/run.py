@@ -17,7 +17,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from eoschaos.chaos.catalogue import fixed_number
+from eoschaos.chaos.catalogue import CATALOGUE, fixed_number
 from eoschaos.chaos.nemesis import Nemesis
 from eoschaos.chaos.schedule import (
     FaultEvent,
@@ -249,13 +249,15 @@ def _record_log_batches(
 
 
 def check_lanes(schedule: list[FaultEvent], cluster: Cluster) -> None:
-    """isolate-instance cuts the instance's own lane; a shared cluster may have too few."""
+    """Faults on an instance's own lane (isolate-instance, delay-endtxn); a shared cluster may
+    have too few."""
     lanes = cluster.spec.instance_lanes
     for event in schedule:
         instance = fixed_number(event.target)
-        if event.fault == "isolate-instance" and instance is not None and instance >= lanes:
+        needs_lane = CATALOGUE[event.fault].needs_lane
+        if needs_lane and instance is not None and instance >= lanes:
             raise EoschaosError(
-                f"fault isolate-instance on {event.target} needs a client lane for that "
+                f"fault {event.fault} on {event.target} needs a client lane for that "
                 f"instance, and this cluster has {lanes}; start the pytest session with "
                 f"--eoschaos-instance-lanes {instance + 1}"
             )
