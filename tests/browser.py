@@ -84,12 +84,16 @@ def in_page(page: Path, *steps: str, typed: dict[int, str] | None = None) -> lis
         os.close(answers_write)
         devtools = _DevTools(commands, answers)
         try:
-            target = devtools.call("Target.createTarget", url=page.resolve().as_uri())
+            uri = page.resolve().as_uri()
+            target = devtools.call("Target.createTarget", url=uri)
             session = devtools.call(
                 "Target.attachToTarget", targetId=target["targetId"], flatten=True
             )
             devtools.session = session["sessionId"]
-            devtools.until(lambda: devtools.evaluate("document.readyState") == "complete")
+            # A new tab starts at about:blank, which is "complete" at once: wait for the page
+            # itself (a question asked mid-navigation may find no document to ask, so ask again).
+            loaded = f"location.href === {json.dumps(uri)} && document.readyState === 'complete'"
+            devtools.until(lambda: devtools.answer("Runtime.evaluate", expression=loaded) is True)
             values = []
             for index, step in enumerate(steps):
                 if typed and index in typed:
@@ -119,6 +123,17 @@ class _DevTools:
         self.session: str | None = None
 
     def call(self, method: str, **params: Any) -> dict[str, Any]:
+        answer = self._exchange(method, params)
+        assert "error" not in answer, f"{method}: {answer['error']}"
+        return answer.get("result", {})
+
+    def answer(self, method: str, **params: Any) -> Any:
+        """The value a call returned, or None if it failed or threw: for questions asked
+        again until they get the answer wanted."""
+        result = self._exchange(method, {**params, "returnByValue": True}).get("result", {})
+        return None if "exceptionDetails" in result else result.get("result", {}).get("value")
+
+    def _exchange(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         self._next_id += 1
         message: dict[str, Any] = {"id": self._next_id, "method": method, "params": params}
         if self.session and not method.startswith(("Target.", "Browser.")):
@@ -128,8 +143,7 @@ class _DevTools:
         while True:
             answer = self._read(deadline)
             if answer.get("id") == self._next_id:
-                assert "error" not in answer, f"{method}: {answer['error']}"
-                return answer.get("result", {})
+                return answer
 
     def call_quietly(self, method: str) -> None:
         try:
