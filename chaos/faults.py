@@ -180,15 +180,21 @@ def isolate_instance(ctx: FaultContext, params: dict[str, Any]) -> Heal:
     through first; it then sits cut off mid-transaction past its session. Cut between
     batches, it would only lose its partitions and have nothing left to be fenced."""
     instance = params["instance"]
-    lane = lane_link(instance)
-    if lane not in ctx.cluster.client_links():
-        raise LookupError(f"instance {instance} has no lane of its own on this cluster")
+    lane = _own_lane(ctx, instance)
     links = [(node_id, lane) for node_id in ctx.cluster.spec.node_ids]
     _freeze_mid_transaction(ctx, instance, params)
     try:
         return _cut(ctx, links, params)
     finally:
         ctx.workload.resume_instance(instance)
+
+
+def _own_lane(ctx: FaultContext, instance: int) -> Link:
+    """The instance's own client lane, which faults on one instance work on."""
+    lane = lane_link(instance)
+    if lane not in ctx.cluster.client_links():
+        raise LookupError(f"instance {instance} has no lane of its own on this cluster")
+    return lane
 
 
 def _toxic_on_clients(
@@ -273,9 +279,7 @@ def delay_endtxn(ctx: FaultContext, params: dict[str, Any]) -> Heal:
     sends that broker on its lane (fetches, heartbeats if it is also the group coordinator)
     is held too."""
     instance = params["instance"]
-    lane = lane_link(instance)
-    if lane not in ctx.cluster.client_links():
-        raise LookupError(f"instance {instance} has no lane of its own on this cluster")
+    lane = _own_lane(ctx, instance)
     transactional_id = ctx.workload.transactional_id(instance)
     if transactional_id is None:
         raise LookupError(f"instance {instance} has no transactional.id: no commit to hold")

@@ -100,12 +100,10 @@ def compact_history(spark: SparkSession, run_dir: Path) -> None:
     try:
         write_parquet(parsed.select(*event_schema().fieldNames()), staging)
         damage = _damage(raw.cache()) if unparsed.get["lines"] else []
-    except (PySparkException, Py4JJavaError) as error:
+    except (PySparkException, Py4JJavaError, EoschaosError) as error:
         shutil.rmtree(staging, ignore_errors=True)
-        _raise_if_executors_cannot_read(error, run_dir / HISTORY_DIR)
-        raise
-    except EoschaosError:
-        shutil.rmtree(staging, ignore_errors=True)
+        if not isinstance(error, EoschaosError):
+            _raise_if_executors_cannot_read(error, run_dir / HISTORY_DIR)
         raise
     finally:
         raw.unpersist()

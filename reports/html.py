@@ -31,11 +31,11 @@ from eoschaos.reports.svg import (
 )
 
 MAX_EXAMPLES_SHOWN = 5
-FILTER_MIN_ROWS = 8  # a data table this long gets a filter box; anomaly examples always do
 # The page's one script: click a column heading to sort (again to reverse), type to filter.
 # Without it (a browser with scripts off) the tables are plain, in the verdict's order.
 SCRIPT = """"use strict";
 (function () {
+  var FILTER_MIN_ROWS = 8;  // a data table this long gets a filter box; examples always do
   var each = function (list, f) { Array.prototype.forEach.call(list, f); };
   var key = function (cell) {
     var text = cell.textContent.trim();
@@ -92,7 +92,7 @@ SCRIPT = """"use strict";
     }
   });
 }());
-""".replace("FILTER_MIN_ROWS", str(FILTER_MIN_ROWS))
+"""
 # No fetch of any kind, and no script but SCRIPT (allowed by its hash): whatever a pipeline
 # wrote is escaped anyway, and the browser would refuse to run it if it were not.
 CSP = (

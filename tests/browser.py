@@ -3,6 +3,7 @@ and return the DOM it rendered: what a reviewer's browser shows, not what we wro
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -134,24 +135,23 @@ class _DevTools:
         return None if "exceptionDetails" in result else result.get("result", {}).get("value")
 
     def _exchange(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        self._next_id += 1
-        message: dict[str, Any] = {"id": self._next_id, "method": method, "params": params}
-        if self.session and not method.startswith(("Target.", "Browser.")):
-            message["sessionId"] = self.session
-        os.write(self._commands, json.dumps(message).encode() + b"\0")
+        self._send(method, params)
         deadline = time.monotonic() + self.TIMEOUT_S
         while True:
             answer = self._read(deadline)
             if answer.get("id") == self._next_id:
                 return answer
 
+    def _send(self, method: str, params: dict[str, Any]) -> None:
+        self._next_id += 1
+        message: dict[str, Any] = {"id": self._next_id, "method": method, "params": params}
+        if self.session and not method.startswith(("Target.", "Browser.")):
+            message["sessionId"] = self.session
+        os.write(self._commands, json.dumps(message).encode() + b"\0")
+
     def call_quietly(self, method: str) -> None:
-        try:
-            self._next_id += 1
-            message = {"id": self._next_id, "method": method}
-            os.write(self._commands, json.dumps(message).encode() + b"\0")
-        except OSError:
-            pass  # the browser is gone already
+        with contextlib.suppress(OSError):  # the browser is gone already
+            self._send(method, {})
 
     def evaluate(self, expression: str) -> Any:
         result = self.call("Runtime.evaluate", expression=expression, returnByValue=True)
