@@ -55,11 +55,13 @@ def delivery_findings(history: History) -> DataFrame:
         F.when(F.col("type") == "ok", place()).alias("ack_place"),
     )
     final_scan = history.kind("read").filter(F.col("process") == FINAL_COMMITTED)
+    # `kept`: the reader kept this copy as it was (a repeat of an id: a duplicate's copy)
+    kept = F.col("params").isNotNull().cast("int")
     inputs = final_scan.filter(F.col("topic") == history.input_topic).select(
-        "id", place().alias("in_place")
+        "id", place().alias("in_place"), kept.alias("in_kept")
     )
     outputs = final_scan.filter(F.col("topic") == history.output_topic).select(
-        "id", place().alias("out_place")
+        "id", place().alias("out_place"), kept.alias("out_kept")
     )
     per_id = (
         sends.unionByName(inputs, allowMissingColumns=True)
@@ -79,10 +81,18 @@ def delivery_findings(history: History) -> DataFrame:
             F.count("out_place").alias("out_n"),
             F.min("out_place").alias("out_first"),
             F.max("out_place").alias("out_last"),
+            F.max("in_kept").alias("in_kept"),
+            F.max("out_kept").alias("out_kept"),
         )
         .withColumn("exists", (F.col("acked") == 1) | (F.col("in_n") > 0))
     )
     identity = F.col("id").cast("double")
+
+    def kept_first(kept: str) -> Column:
+        """Examples whose copy the reader kept as it was come first, so the report can show
+        the record itself (readers keep a bounded number of copies)."""
+        return identity + F.when(F.col(kept) == 1, 0.0).otherwise(1e15)
+
     input_place = F.coalesce("in_first", "ack_place")
     return explode_findings(
         per_id.withColumn("input_place", input_place),
@@ -101,7 +111,7 @@ def delivery_findings(history: History) -> DataFrame:
             # Output records naming no id at all are one phantom row, not copies of a record.
             (F.col("out_n") > F.greatest(F.col("in_n"), F.lit(1))) & F.col("id").isNotNull(),
             "delivery.duplicate",
-            identity,
+            kept_first("out_kept"),
             id=F.col("id"),
             copies=F.col("out_n"),
             first=_at("out_first"),
@@ -119,7 +129,7 @@ def delivery_findings(history: History) -> DataFrame:
         finding(
             F.col("in_first") != F.col("in_last"),
             "delivery.duplicate-input",
-            identity,
+            kept_first("in_kept"),
             id=F.col("id"),
             copies=F.col("in_n"),
             first=_at("in_first"),

@@ -52,3 +52,14 @@ def test_id_set_counts_each_id_once_and_ignores_ids_out_of_range():
     for record_id in (3, 3, 9, 10, -1, 0):
         seen.add(record_id)
     assert seen.count == 3
+
+
+def test_id_set_says_when_an_id_repeats_and_never_for_an_id_it_cannot_hold():
+    seen = IdSet(10)
+    assert [seen.add(record_id) for record_id in (3, 4, 3, 12, 12)] == [
+        True,
+        True,
+        False,
+        True,
+        True,
+    ]

@@ -393,6 +393,23 @@ def test_a_phantom_example_shows_its_record_as_it_was(verdict_of):
     assert record["headers"][0][0].startswith("</textarea><script>")
 
 
+DUPLICATES = ("delivery.duplicate", "delivery.duplicate-input")
+
+
+@pytest.mark.parametrize("scenario", _scenarios(lambda s: set(s.must_fail) & set(DUPLICATES)))
+def test_a_duplicate_example_shows_a_copy_as_it_was(verdict_of, scenario):
+    """Readers keep a repeated id's later copy raw (a bounded number per reader): the
+    duplicates' examples show the record itself, and it names the example's id."""
+    checks = verdict_of(scenario)["checks"]
+    for name in set(BY_NAME[scenario].must_fail) & set(DUPLICATES):
+        records = [e for e in checks[name]["examples"] if "record" in e]
+        assert records, checks[name]["examples"]
+        for example in records:
+            record = example["record"]
+            named = [record["key"], *(value for _name, value in record["headers"])]
+            assert str(example["id"]) in named, example
+
+
 def test_markup_a_pipeline_wrote_shows_as_text_in_a_browser_and_runs_nothing(verdict_of, tmp_path):
     """Checked in Chromium, not by reading the HTML: each payload, had it run, would have
     marked <body>; and each shows, escaped, as the text of the example's record cell."""

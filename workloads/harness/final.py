@@ -97,6 +97,8 @@ def final_scan(
             {t: partition_ids(admin, t) for t in topics},
             isolation,
             output_ids=output_ids,
+            # ids count up from 0 and the scan reads no more records than its end offsets
+            repeats_below=sum(targets.values()),
         )
         try:
             reached = reader.drain(targets, timeout, progress)

@@ -45,6 +45,7 @@ class Observer(threading.Thread):
             isolation,
             seen=self._seen,
             output_ids=(topic, id_source),
+            repeats_below=track_ids,
         )
         self._drain_timeout = 0.0
         self._stop_requested = threading.Event()

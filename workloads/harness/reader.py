@@ -67,12 +67,16 @@ class IdSet:
         self._bits = bytearray((bound + 7) // 8)
         self.count = 0
 
-    def add(self, record_id: int) -> None:
-        if 0 <= record_id < self._bound:
-            byte, bit = divmod(record_id, 8)
-            if not self._bits[byte] >> bit & 1:
-                self._bits[byte] |= 1 << bit
-                self.count += 1
+    def add(self, record_id: int) -> bool:
+        """Add the id; False if it was in the set already (an id out of bounds is never)."""
+        if not 0 <= record_id < self._bound:
+            return True
+        byte, bit = divmod(record_id, 8)
+        if self._bits[byte] >> bit & 1:
+            return False
+        self._bits[byte] |= 1 << bit
+        self.count += 1
+        return True
 
 
 class TopicReader:
@@ -88,9 +92,12 @@ class TopicReader:
         *,
         seen: IdSet | None = None,
         output_ids: tuple[str, IdSource] | None = None,
+        repeats_below: int = 0,
     ) -> None:
         """`output_ids`: (output topic, where its records name their source id); records of
-        any other topic (the input) are named by their key."""
+        any other topic (the input) are named by their key. `repeats_below`: ids below it are
+        watched per topic, and a record whose id this reader already read there is kept as it
+        was -- a duplicate's copy, shown with its example."""
         if isolation not in ISOLATIONS:
             raise ValueError(f"isolation must be one of {ISOLATIONS}, not {isolation!r}")
         self._history = history
@@ -114,7 +121,9 @@ class TopicReader:
         ]
         self._consumer.assign(self._assigned)
         self._end_seen: dict[Position, int] = {}  # offset of the last end-of-partition event
-        self._raw_left = RAW_RECORDS_PER_READER  # records kept as they were (no id named)
+        # records kept as they were: those that name no id, and repeats of an id per topic
+        self._raw_left = dict.fromkeys(["no id", *partitions], RAW_RECORDS_PER_READER)
+        self._read_ids = {topic: IdSet(repeats_below) for topic in partitions}
 
     def poll(self) -> int:
         """Read one batch; returns how many records it held."""
@@ -169,6 +178,12 @@ class TopicReader:
         positions = self.positions()
         return {pos: max(positions.get(pos, -1), self._end_seen.get(pos, -1), 0) for pos in targets}
 
+    def _keep_raw(self, why: str, message: Message, fields: dict[str, Any]) -> None:
+        if self._raw_left[why] > 0:
+            self._raw_left[why] -= 1
+            raw = raw_record(message.key(), message.value(), message.headers())
+            fields["params"] = json.dumps(raw)
+
     def _record(self, message: Message) -> None:
         fields: dict[str, Any] = lineage_fields(message.headers())  # eoschaos.src.id first
         named_by = self._output_ids
@@ -181,12 +196,12 @@ class TopicReader:
         if record_id is not None:
             fields["id"] = record_id
         if "id" not in fields:
-            if self._raw_left > 0:  # a record naming no id is a phantom: kept as it was
-                self._raw_left -= 1
-                raw = raw_record(message.key(), message.value(), message.headers())
-                fields["params"] = json.dumps(raw)
-        elif self._seen is not None:
-            self._seen.add(fields["id"])
+            self._keep_raw("no id", message, fields)  # what a phantom is made of
+        else:
+            if not self._read_ids[message.topic()].add(fields["id"]):
+                self._keep_raw(message.topic(), message, fields)  # a duplicate's later copy
+            if self._seen is not None:
+                self._seen.add(fields["id"])
         self._history.record(
             "read",
             "ok",

@@ -99,10 +99,12 @@ END_EXPECTED = "end-expected"  # what a user's --expect function says the output
 LOG_BATCHES = "log-batches"
 LOG_BATCH_KIND = "log"
 
-# A read of a record that names no source id (what a phantom is made of) keeps the record as it
-# was in its `params`: {"key", "value", "headers": [[name, value], ...]}, each text shortened to
-# RAW_TEXT_MAX characters, bytes that are not UTF-8 as \xNN. At most RAW_RECORDS_PER_READER per
-# reader: enough to show any anomaly example, bounded whatever a broken pipeline writes.
+# A read of a record that names no source id (what a phantom is made of), or an id the reader
+# already read in that topic (a duplicate's later copy), keeps the record as it was in its
+# `params`: {"key", "value", "headers": [[name, value], ...]}, each text shortened to
+# RAW_TEXT_MAX characters, bytes that are not UTF-8 as \xNN. At most RAW_RECORDS_PER_READER of
+# each (repeats: per topic) per reader: enough to show any anomaly example, bounded whatever
+# a broken pipeline writes.
 RAW_TEXT_MAX = 200
 RAW_RECORDS_PER_READER = 100
 
