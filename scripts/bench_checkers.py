@@ -2,6 +2,7 @@
 
     .venv/bin/python scripts/bench_checkers.py [--records 10000000] [--runs 3]
         [--run-dir DIR] [--master local[*] | --standalone-workers N] [--json FILE]
+        [--compaction] [--no-duckdb]
 
 Generates the history once (Parquet, in a child process so the checker's JVM starts clean;
 reused when DIR already holds it), then times Spark's start and each check_run separately,
@@ -14,6 +15,12 @@ references measured in the same run, so a ratio survives a noisy machine:
 --standalone-workers N starts a real Spark standalone cluster on loopback (N workers of one
 core each, tests/spark_standalone.py) and checks on it. Peak RSS is the whole process tree's
 (driver JVM, cluster and executors included), sampled. Numbers go to docs/benchmarks.md.
+
+--compaction starts where a real run does: the same history as one JSON-lines file per writer
+(exported from the Parquet once, untimed, and reused). It times compact_history, and next to
+it the floor of that phase: the JSON parsed and written as Parquet with nothing else. The
+checks then judge the compacted history, so their planted counts vouch for the compaction.
+--runs 0 times only the whole verdict (with lineage), for histories where each pass is long.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -28,6 +36,9 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from urllib.parse import unquote
+
+from pyspark.sql import functions as F
 
 from eoschaos.checkers.synthetic import Plants, RunShape
 
@@ -211,7 +222,78 @@ def duckdb_core(run_dir: Path, threads: int) -> tuple[float, dict[str, int]]:
     return time.monotonic() - started, counts
 
 
-def bench(run_dir: Path, records: int, runs: int, master: str | None) -> dict:
+def export_jsonl(run_dir: Path, jsonl_dir: Path) -> None:
+    """The Parquet history as a run would have left it: history/<writer>.jsonl, one line per
+    event, plus the same run.json and expected.json. Done once; not timed."""
+    from eoschaos.checkers.history_io import event_schema
+    from eoschaos.checkers.spark import spark_session
+    from eoschaos.contract.rundir import HISTORY_DIR, PARQUET_DIR, RUN_MANIFEST
+
+    spark = spark_session(app="eoschaos-bench-export")
+    started = time.monotonic()
+    staging = jsonl_dir / "export.tmp"
+    events = spark.read.parquet(str(run_dir / PARQUET_DIR))
+    columns = event_schema().fieldNames()
+    (
+        events.select("process", F.to_json(F.struct(*columns)).alias("line"))
+        .write.mode("overwrite")
+        .partitionBy("process")
+        .text(str(staging))
+    )
+    spark.stop()
+    history = jsonl_dir / HISTORY_DIR
+    history.mkdir(parents=True, exist_ok=True)
+    for writer in sorted(staging.glob("process=*")):
+        name = unquote(writer.name.removeprefix("process="))
+        with (history / f"{name}.jsonl").open("wb") as out:
+            for part in sorted(writer.glob("part-*")):
+                with part.open("rb") as chunk:
+                    shutil.copyfileobj(chunk, out, 16 << 20)
+    shutil.rmtree(staging)
+    for name in (RUN_MANIFEST, "expected.json"):
+        shutil.copy(run_dir / name, jsonl_dir / name)
+    size = sum(f.stat().st_size for f in history.glob("*.jsonl"))
+    print(f"exported JSON lines ({size / 2**30:.1f} GiB) in {time.monotonic() - started:.0f}s")
+
+
+def compaction(spark, jsonl_dir: Path) -> tuple[float, float]:
+    """Seconds of compact_history on JSONL_DIR (any earlier compaction removed first), and of
+    its floor: the same files parsed and written as Parquet by kind, nothing else."""
+    from eoschaos.checkers.history_io import compact_history, event_schema
+    from eoschaos.contract.history import SCHEMA_DDL
+    from eoschaos.contract.rundir import HISTORY_DIR, PARQUET_DIR
+
+    shutil.rmtree(jsonl_dir / PARQUET_DIR, ignore_errors=True)
+    started = time.monotonic()
+    compact_history(spark, jsonl_dir)
+    seconds = time.monotonic() - started
+    print(f"compaction: {seconds:.1f}s", flush=True)
+    floor_dir = jsonl_dir / "floor.parquet"
+    files = [str(f) for f in sorted((jsonl_dir / HISTORY_DIR).glob("*.jsonl"))]
+    started = time.monotonic()
+    (
+        spark.read.schema(SCHEMA_DDL)
+        .json(files)
+        .select(*event_schema().fieldNames())
+        .write.mode("overwrite")
+        .partitionBy("kind")
+        .parquet(str(floor_dir))
+    )
+    floor = time.monotonic() - started
+    shutil.rmtree(floor_dir)
+    print(f"compaction floor (JSON -> Parquet, nothing else): {floor:.1f}s", flush=True)
+    return seconds, floor
+
+
+def bench(
+    run_dir: Path,
+    records: int,
+    runs: int,
+    master: str | None,
+    *,
+    compact: bool = False,
+    duckdb: bool = True,
+) -> dict:
     from eoschaos.checkers.spark import spark_session
     from eoschaos.checkers.verdict import check_run
 
@@ -219,19 +301,18 @@ def bench(run_dir: Path, records: int, runs: int, master: str | None) -> dict:
     started = time.monotonic()
     spark = spark_session(master, app="eoschaos-bench")
     startup = time.monotonic() - started
+    compaction_seconds, compaction_floor = compaction(spark, run_dir) if compact else (None, None)
     expected = json.loads((run_dir / "expected.json").read_text())
     times = []
     for n in range(runs):
         verdict = check_run(spark, run_dir, lineage=False)  # the checks; lineage timed below
         seconds = verdict["checker"]["seconds"]
         times.append(seconds)
-        found = {k: c["count"] for k, c in verdict["checks"].items() if c["verdict"] == "FAIL"}
-        status = "ok" if found == expected else f"MISMATCH {found} != {expected}"
-        print(f"run {n + 1}: {seconds:.1f}s  {records / seconds:,.0f} records/s  {status}")
-        if found != expected:
-            raise SystemExit(f"the verdict does not report the planted anomalies: {status}")
-    whole = check_run(spark, run_dir)["checker"]["seconds"]  # with the lineage section
-    print(f"with lineage: {whole:.1f}s")
+        require_planted(verdict, expected, f"run {n + 1}: {seconds:.1f}s", records)
+    verdict = check_run(spark, run_dir)  # with the lineage section
+    whole = verdict["checker"]["seconds"]
+    require_planted(verdict, expected, f"with lineage: {whole:.1f}s", records)
+    times = times or [whole]  # --runs 0: the whole verdict is the only figure
     floor = scan_floor(spark, run_dir)
     cores = spark.sparkContext.defaultParallelism
     conf = spark.sparkContext.getConf()
@@ -245,7 +326,9 @@ def bench(run_dir: Path, records: int, runs: int, master: str | None) -> dict:
     }
     spark.stop()
     peak = rss.stop()
-    duck_seconds, duck_counts = duckdb_core(run_dir, threads=os.cpu_count() or 2)
+    duck_seconds, duck_counts = (
+        duckdb_core(run_dir, threads=os.cpu_count() or 2) if duckdb else (None, {})
+    )
     wrong = {c: n for c, n in duck_counts.items() if n != expected.get(c, 0)}
     median = statistics.median(times)
     result = {
@@ -253,6 +336,7 @@ def bench(run_dir: Path, records: int, runs: int, master: str | None) -> dict:
         "events": verdict["checker"]["events"],
         "check_seconds": median,
         "check_seconds_all": times,
+        "check_includes_lineage": runs == 0,
         "with_lineage_seconds": whole,
         "records_per_second": records / median,
         "spark_start_seconds": startup,
@@ -261,7 +345,9 @@ def bench(run_dir: Path, records: int, runs: int, master: str | None) -> dict:
         "duckdb_core_counts": duck_counts,
         "duckdb_counts_match": not wrong,
         "peak_rss_mb": peak * 1.048576,
-        "compaction_seconds": None,  # the synthetic history is written as Parquet directly
+        # None unless --compaction: the synthetic history is written as Parquet directly
+        "compaction_seconds": compaction_seconds,
+        "compaction_floor_seconds": compaction_floor,
         "spark_master": settings["master"],
         "settings": settings,
     }
@@ -271,12 +357,24 @@ def bench(run_dir: Path, records: int, runs: int, master: str | None) -> dict:
         f"{records / median:,.0f} input records/s"
     )
     print(f"scan floor (Spark, every column read): {floor:.1f}s -> check is {median / floor:.1f}x")
-    print(
-        f"DuckDB, 4 core checks: {duck_seconds:.1f}s -> check is {median / duck_seconds:.1f}x"
-        + (f"  COUNTS DIFFER {wrong}" if wrong else "  (counts match)")
-    )
+    if duck_seconds is not None:
+        print(
+            f"DuckDB, 4 core checks: {duck_seconds:.1f}s -> check is {median / duck_seconds:.1f}x"
+            + (f"  COUNTS DIFFER {wrong}" if wrong else "  (counts match)")
+        )
     print(f"peak RSS of the process tree: {peak:,.0f} MiB")
     return result
+
+
+def require_planted(verdict: dict, expected: dict, label: str, records: int) -> None:
+    """Exit unless the verdict reports exactly the planted anomalies: a fast wrong check is no
+    result."""
+    found = {k: c["count"] for k, c in verdict["checks"].items() if c["verdict"] == "FAIL"}
+    status = "ok" if found == expected else f"MISMATCH {found} != {expected}"
+    seconds = verdict["checker"]["seconds"]
+    print(f"{label}  {records / seconds:,.0f} records/s  {status}", flush=True)
+    if found != expected:
+        raise SystemExit(f"the verdict does not report the planted anomalies: {status}")
 
 
 def main() -> None:
@@ -293,15 +391,31 @@ def main() -> None:
     )
     parser.add_argument("--executor-memory", default="4g", help="with --standalone-workers")
     parser.add_argument("--json", type=Path, help="write the figures here")
+    parser.add_argument(
+        "--compaction",
+        action="store_true",
+        help="start from JSON lines, as a run leaves them, and time their compaction",
+    )
+    parser.add_argument("--no-duckdb", action="store_true", help="leave out the DuckDB peer")
     parser.add_argument("--generate", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--export", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     run_dir = args.run_dir / f"records-{args.records}"
     if args.generate:
         generate(run_dir, args.records)
         return
+    if args.export:
+        export_jsonl(run_dir, args.run_dir / f"records-{args.records}-jsonl")
+        return
     if not (run_dir / "expected.json").exists():
         command = [sys.executable, __file__, "--generate", "--records", str(args.records)]
         subprocess.run([*command, "--run-dir", str(args.run_dir)], check=True)
+    if args.compaction:
+        jsonl_dir = args.run_dir / f"records-{args.records}-jsonl"
+        if not (jsonl_dir / "expected.json").exists():
+            command = [sys.executable, __file__, "--export", "--records", str(args.records)]
+            subprocess.run([*command, "--run-dir", str(args.run_dir)], check=True)
+        run_dir = jsonl_dir
     cluster = None
     master = args.master
     if args.standalone_workers:
@@ -316,7 +430,14 @@ def main() -> None:
         os.environ["SPARK_CONF_DIR"] = str(home)
         master = cluster.start().url
     try:
-        result = bench(run_dir, args.records, args.runs, master)
+        result = bench(
+            run_dir,
+            args.records,
+            args.runs,
+            master,
+            compact=args.compaction,
+            duckdb=not args.no_duckdb,
+        )
     finally:
         if cluster is not None:
             cluster.stop()
