@@ -259,9 +259,10 @@ def export_jsonl(run_dir: Path, jsonl_dir: Path) -> None:
 def compaction(spark, jsonl_dir: Path) -> tuple[float, float]:
     """Seconds of compact_history on JSONL_DIR (any earlier compaction removed first), and of
     its floor: the same files parsed and written as Parquet by kind, nothing else."""
-    from eoschaos.checkers.history_io import compact_history, event_schema
-    from eoschaos.contract.history import SCHEMA_DDL
-    from eoschaos.contract.rundir import HISTORY_DIR, PARQUET_DIR
+    from bench_verdict import compaction_floor  # the same floor as the warm-verdict bench
+
+    from eoschaos.checkers.history_io import compact_history
+    from eoschaos.contract.rundir import PARQUET_DIR
 
     shutil.rmtree(jsonl_dir / PARQUET_DIR, ignore_errors=True)
     started = time.monotonic()
@@ -269,16 +270,8 @@ def compaction(spark, jsonl_dir: Path) -> tuple[float, float]:
     seconds = time.monotonic() - started
     print(f"compaction: {seconds:.1f}s", flush=True)
     floor_dir = jsonl_dir / "floor.parquet"
-    files = [str(f) for f in sorted((jsonl_dir / HISTORY_DIR).glob("*.jsonl"))]
     started = time.monotonic()
-    (
-        spark.read.schema(SCHEMA_DDL)
-        .json(files)
-        .select(*event_schema().fieldNames())
-        .write.mode("overwrite")
-        .partitionBy("kind")
-        .parquet(str(floor_dir))
-    )
+    compaction_floor(spark, jsonl_dir, floor_dir)
     floor = time.monotonic() - started
     shutil.rmtree(floor_dir)
     print(f"compaction floor (JSON -> Parquet, nothing else): {floor:.1f}s", flush=True)
@@ -401,17 +394,17 @@ def main() -> None:
     parser.add_argument("--export", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     run_dir = args.run_dir / f"records-{args.records}"
+    jsonl_dir = args.run_dir / f"records-{args.records}-jsonl"  # --compaction's starting point
     if args.generate:
         generate(run_dir, args.records)
         return
     if args.export:
-        export_jsonl(run_dir, args.run_dir / f"records-{args.records}-jsonl")
+        export_jsonl(run_dir, jsonl_dir)
         return
     if not (run_dir / "expected.json").exists():
         command = [sys.executable, __file__, "--generate", "--records", str(args.records)]
         subprocess.run([*command, "--run-dir", str(args.run_dir)], check=True)
     if args.compaction:
-        jsonl_dir = args.run_dir / f"records-{args.records}-jsonl"
         if not (jsonl_dir / "expected.json").exists():
             command = [sys.executable, __file__, "--export", "--records", str(args.records)]
             subprocess.run([*command, "--run-dir", str(args.run_dir)], check=True)

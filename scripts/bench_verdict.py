@@ -35,6 +35,20 @@ def fresh_copy(run_dir: Path, work: Path, round_: int) -> Path:
     return copy
 
 
+def compaction_floor(spark, run_dir: Path, out: Path) -> None:
+    """The floor of compaction: RUN_DIR's JSON lines parsed and written as Parquet by kind,
+    nothing else."""
+    files = [str(f) for f in sorted((run_dir / HISTORY_DIR).glob("*.jsonl"))]
+    (
+        spark.read.schema(SCHEMA_DDL)
+        .json(files)
+        .select(*event_schema().fieldNames())
+        .write.mode("overwrite")
+        .partitionBy("kind")
+        .parquet(str(out))
+    )
+
+
 def timed(call) -> tuple[float, object]:
     started = time.monotonic()
     value = call()
@@ -54,16 +68,7 @@ def main() -> None:
             compaction, _ = timed(lambda d=run_dir: compact_history(spark, d))
             checks, verdict = timed(lambda d=run_dir: check_run(spark, d))
             report, _ = timed(lambda d=run_dir, v=verdict: write_report(v, d / REPORT_FILE))
-            files = [str(f) for f in sorted((run_dir / HISTORY_DIR).glob("*.jsonl"))]
-            floor, _ = timed(
-                lambda f=files, d=run_dir: (
-                    spark.read.schema(SCHEMA_DDL)
-                    .json(f)
-                    .select(*event_schema().fieldNames())
-                    .write.partitionBy("kind")
-                    .parquet(str(d / "floor.parquet"))
-                )
-            )
+            floor, _ = timed(lambda d=run_dir: compaction_floor(spark, d, d / "floor.parquet"))
             row = {
                 "compaction": compaction,
                 "checks": checks,
