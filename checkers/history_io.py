@@ -91,7 +91,7 @@ def compact_history(spark: SparkSession, run_dir: Path) -> None:
     """
     run_dir = Path(run_dir)
     read_manifest(run_dir)
-    raw = _raw_jsonl(spark, run_dir / HISTORY_DIR)
+    raw = _raw_jsonl(spark, run_dir / HISTORY_DIR)  # split as Spark splits files: no coalesce
     target = run_dir / PARQUET_DIR
     staging = run_dir / f"{PARQUET_DIR}.tmp"
     shutil.rmtree(staging, ignore_errors=True)
@@ -114,12 +114,16 @@ def compact_history(spark: SparkSession, run_dir: Path) -> None:
 
 
 def write_parquet(events: DataFrame, path: Path) -> None:
-    """Events as Parquet partitioned by kind, each writer's events in files of their own,
-    sorted by place: a plan that wants one reader's reads skips the other readers' files by
-    their min/max statistics instead of filtering every row."""
+    """Events as Parquet partitioned by kind, each task's events sorted by writer and place: a
+    plan that wants one reader's reads skips the other readers' row groups by their min/max
+    statistics instead of filtering every row.
+
+    No shuffle: a run's JSON lines are one file per writer and Spark reads a big file in
+    splits of its own, so the big writers' events land in files of their own anyway; small
+    files read together are only sorted by writer. Grouping them exactly by a shuffle cost
+    more than it saved (docs/benchmarks.md)."""
     (
-        events.repartition("kind", "process")
-        .sortWithinPartitions("kind", "process", "topic", "partition", "offset")
+        events.sortWithinPartitions("kind", "process", "topic", "partition", "offset")
         .write.mode("overwrite")
         .partitionBy("kind")
         .parquet(str(path))
@@ -154,7 +158,10 @@ def _read_parquet(spark: SparkSession, path: Path, run_dir: Path) -> tuple[DataF
 
 
 def _read_jsonl(spark: SparkSession, directory: Path) -> tuple[DataFrame, list[str]]:
-    raw = _raw_jsonl(spark, directory).cache()  # parsed once for every check that reads it
+    raw = _raw_jsonl(spark, directory)
+    # parsed once for every check that reads it, into few partitions: the whole is small
+    # enough to check without compaction
+    raw = raw.coalesce(_partitions_for(spark, _size(directory))).cache()
     try:
         damage = _damage(raw)
     except (PySparkException, Py4JJavaError) as error:
@@ -177,8 +184,11 @@ def _raw_jsonl(spark: SparkSession, directory: Path) -> DataFrame:
         .option("columnNameOfCorruptRecord", CORRUPT)
         .json([str(f) for f in files])
         .select("*", F.col("_metadata.file_path").alias("_file"))
-        .coalesce(_partitions_for(spark, sum(f.stat().st_size for f in files)))
     )
+
+
+def _size(directory: Path) -> int:
+    return sum(f.stat().st_size for f in directory.glob("*.jsonl"))
 
 
 def _damage(raw: DataFrame) -> list[str]:

@@ -267,7 +267,8 @@ def write_synthetic(
     if parquet is None:
         parquet = shape.records > JSONL_MAX_RECORDS
     if parquet:
-        write_parquet(events, run_dir / PARQUET_DIR)
+        # generated rows mix writers in every task: group them as a run's files would be
+        write_parquet(events.repartition("kind", "process"), run_dir / PARQUET_DIR)
     else:
         _write_jsonl(events, run_dir / HISTORY_DIR, shape)
     write_manifest(run_dir, _manifest(shape, seed, tail.end_time))
