@@ -38,9 +38,14 @@ def main() -> int:
         trial = random_trial(out / f"trial-{n:03d}", rng, args.run_seconds, run_args=RUN_ARGS)
         trials.append(trial)
         outcome = "ok" if trial.ok else "PROBLEM " + "; ".join(trial.problems())
+        moment = (
+            f"finished before its kill at {trial.delay_s:.1f}s after cluster start"
+            if trial.finished_first
+            else f"killed at {trial.killed_after_s:5.1f}s ({trial.phase_hit})"
+        )
         print(
-            f"trial {n + 1}/{args.trials}: killed at {trial.killed_after_s:5.1f}s "
-            f"({trial.phase_hit}) -> check exit {trial.check_exit} {trial.check_verdict or ''} "
+            f"trial {n + 1}/{args.trials}: {moment} -> check exit {trial.check_exit} "
+            f"{trial.check_verdict or ''} "
             f"loss {trial.writer_loss_s} {outcome}",
             flush=True,
         )
