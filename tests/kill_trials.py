@@ -8,8 +8,8 @@ what a user is left with:
   one) or exit 2 with one line, never a traceback;
 - every address a process of the run listened on while it ran (sampled): loopback only;
 - how much history each writer of the killed process lost: the time from its last recorded
-  event to the kill, for writers that were writing when it came (the bound is the writer's
-  flush interval, 0.5 s).
+  event to the kill, for writers that were writing when it came and had records left to
+  write about (the bound is the writer's flush interval, 0.5 s).
 
 Used by tests/test_kill_trials.py (a few fixed moments in CI, random ones nightly) and by
 scripts/kill_trials.py (many random trials, the figures in docs/benchmarks.md).
@@ -40,6 +40,8 @@ RUN_SECONDS = 75.0  # start to report, measured on the 2-core machine
 PHASES = [
     ("cluster start", "[eoschaos] run dir:"),
     ("workload", "[eoschaos] workload "),
+    # the history is whole from here: the batch headers (evidence only) are recorded next
+    ("log batches", "[eoschaos] final scans and end state recorded"),
     ("compaction", "[eoschaos] compacting the history"),
     ("checking", "[eoschaos] checking the history"),
 ]
@@ -144,7 +146,7 @@ def run_trial(
     child.wait()
     reader.join(timeout=5)
     trial.phase_hit = max(seen, key=seen.get) if seen else "before any progress"
-    trial.writer_loss_s = _writer_loss(run_dir, killed_wall)
+    trial.writer_loss_s = _writer_loss(run_dir, killed_wall, _records(run_args))
     cleanup = run_eoschaos("cleanup", str(run_dir), env=env)
     trial.cleanup_exit = cleanup.returncode
     trial.leftover_processes = _await_leftovers(run_dir)
@@ -192,16 +194,37 @@ def _follow(child: subprocess.Popen, seen: dict[str, float], started: float) -> 
                 seen[phase] = time.monotonic() - started
 
 
-def _writer_loss(run_dir: Path, killed_wall: float) -> dict[str, float]:
+def _writer_loss(run_dir: Path, killed_wall: float, records: int | None) -> dict[str, float]:
     """Writer of the killed process -> seconds from its last recorded event to the kill, for
-    writers that recorded something within ACTIVE_WITHIN_S of it."""
+    writers that recorded something within ACTIVE_WITHIN_S of it and had work left: a writer
+    whose events already name every record (the seeder sent them all, the observer read them
+    all) went quiet because it was done, not because its events were lost."""
     loss = {}
     for writer in IN_PROCESS_WRITERS:
         path = run_dir / "history" / f"{writer}.jsonl"
         last = _last_time(path)
-        if last is not None and killed_wall - last <= ACTIVE_WITHIN_S:
-            loss[writer] = round(max(0.0, killed_wall - last), 3)
+        if last is None or killed_wall - last > ACTIVE_WITHIN_S:
+            continue
+        if records is not None and len(_ids(path)) >= records:
+            continue
+        loss[writer] = round(max(0.0, killed_wall - last), 3)
     return loss
+
+
+def _records(run_args: list[str]) -> int | None:
+    return int(run_args[run_args.index("--records") + 1]) if "--records" in run_args else None
+
+
+def _ids(path: Path) -> set[int]:
+    ids = set()
+    for line in path.read_bytes().splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue  # a cut-short last line
+        if isinstance(event, dict) and isinstance(event.get("id"), int):
+            ids.add(event["id"])
+    return ids
 
 
 def _last_time(path: Path) -> float | None:
