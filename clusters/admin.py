@@ -7,6 +7,8 @@ feature levels — comes from Kafka's own admin tools on the same classpath as t
 
 from __future__ import annotations
 
+import concurrent.futures
+import contextlib
 import re
 import subprocess
 import time
@@ -27,6 +29,7 @@ TRANSACTION_STATE_TOPIC = "__transaction_state"
 CONSUMER_OFFSETS_TOPIC = "__consumer_offsets"
 METADATA_LOG_DIR = "__cluster_metadata-0"  # a KRaft node's copy of the metadata log
 T = TypeVar("T")
+ATTEMPT_TIMEOUT_S = 10.0  # one CreateTopics attempt; a dead controller costs at most this
 
 
 class ClusterNotReady(EoschaosError, RuntimeError):
@@ -144,25 +147,44 @@ def create_topics(admin: AdminClient, topics: list[NewTopic], timeout: float) ->
     librdkafka drops its bootstrap broker handles once it has learned the real brokers, and a
     request in flight on one fails with _DESTROY_BROKER; right after cluster start a broker may
     also still be loading. Neither says anything about the request, so both are retried.
+
+    librdkafka sends CreateTopics to the controller named by the last metadata it got, and
+    keeps waiting for that broker while it is dead: right after a kill, the cluster still names
+    the killed broker until its session times out. So an attempt is bounded by
+    `ATTEMPT_TIMEOUT_S`, and a timed-out one refreshes the metadata before the next.
     """
     deadline = time.monotonic() + timeout
     pending = list(topics)
     while pending:
-        futures = admin.create_topics(pending, request_timeout=max(1.0, min(15.0, timeout)))
+        attempt = max(1.0, min(ATTEMPT_TIMEOUT_S, deadline - time.monotonic()))
+        futures = admin.create_topics(pending, request_timeout=attempt)
         failed: list[NewTopic] = []
         for topic in pending:
             try:
-                futures[topic.topic].result(max(1.0, deadline - time.monotonic()))
+                # librdkafka ends the request at `attempt`; the margin lets its answer arrive.
+                futures[topic.topic].result(attempt + 5)
             except KafkaException as exc:
                 error = exc.args[0]
                 if error.code() == KafkaError.TOPIC_ALREADY_EXISTS:
                     continue
-                if time.monotonic() > deadline or not _transient(error):
+                if not _transient(error):
                     raise
                 failed.append(topic)
+            except concurrent.futures.TimeoutError:
+                failed.append(topic)
         pending = failed
+        if pending and time.monotonic() > deadline:
+            names = ", ".join(t.topic for t in pending)
+            raise ClusterNotReady(f"topics {names} not created after {timeout:.0f}s")
         if pending:
+            _refresh_metadata(admin)
             time.sleep(0.5)
+
+
+def _refresh_metadata(admin: AdminClient) -> None:
+    """Ask for fresh metadata, which names the current controller; failing is fine here."""
+    with contextlib.suppress(KafkaException):
+        admin.list_topics(timeout=5)
 
 
 def _transient(error: KafkaError) -> bool:

@@ -143,6 +143,16 @@ def test_with_one_broker_killed_acks_all_writes_and_transactions_succeed(cluster
     assert run_smoke(cluster.bootstrap, smoke_topic).isolation_holds
 
 
+@OTHER_VERSIONS_NIGHTLY
+def test_a_topic_is_created_while_the_controller_the_admin_client_knows_is_dead(cluster):
+    client = admin.admin_client(cluster.bootstrap)
+    known_controller = client.list_topics(timeout=10).controller_id
+    cluster.kill_node(known_controller)
+    topic = _topic("after-controller-kill")
+    admin.create_topics(client, [NewTopic(topic, num_partitions=1, replication_factor=3)], 40)
+    assert _produce_acks_all(cluster.bootstrap, topic, 10) == []
+
+
 def test_killed_broker_restarts_on_its_data_and_rejoins_without_under_replication(cluster):
     topic = _topic("rejoin")
     create_topic(cluster.bootstrap, topic, partitions=3, replication=3)
