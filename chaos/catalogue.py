@@ -27,6 +27,7 @@ class FaultSpec:
     takes_broker_out: bool = False  # a broker stops serving peers or clients while it holds
     params: dict[str, Any] = field(default_factory=dict)
     needs_lane: bool = False  # works on the instance's own client lane (a proxy per broker)
+    needs_packet_drop: bool = False  # drops packets below TCP: iptables and CAP_NET_ADMIN
 
 
 # Broker faults hold 6 s: past the brokers' session timeout and the clients' default request
@@ -123,6 +124,18 @@ CATALOGUE: dict[str, FaultSpec] = {
             "hold_ms, then release them",
             params={"hold_ms": 11000},
             needs_lane=True,
+        ),
+        # On past the kip447 processors' 10 s request timeout and their retry of the commit on
+        # a new connection (~11 s), off just before the stranded EndTxn's retransmission at
+        # 12.6 s after its first send, so it lands about a second after the client moved on.
+        FaultSpec(
+            "stale-endtxn",
+            "instance",
+            12.0,
+            "strand an instance's connections to its transaction coordinator below TCP (its "
+            "commit), let it retry on new ones and move on, then let the stale requests land",
+            needs_lane=True,
+            needs_packet_drop=True,
         ),
     )
 }

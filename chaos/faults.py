@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from eoschaos.clusters import packet_drop
 from eoschaos.clusters.admin import wait_answers_for_itself
 from eoschaos.clusters.base import Cluster
 from eoschaos.clusters.ports import Link, lane_link
@@ -24,6 +25,10 @@ HEAL_TIMEOUT_S = 120.0
 # strikes anyway (recorded as mid_transaction false). Long enough to outlast a replacement's
 # start and first rebalance: a moment missed there is re-aimed at the next incarnation.
 ZOMBIE_TRIGGER_WAIT_S = 20.0
+END_TXN_API_KEY = 26  # Kafka's EndTxn request
+# The client's kernel retransmits a stranded segment after 0.2, 0.6, 1.4 ... 12.6, 25.4 s: the
+# stale request lands at the first of those after the heal.
+STALE_LANDING_WAIT_S = 30.0
 
 Heal = Callable[[], None]
 
@@ -305,6 +310,51 @@ def delay_endtxn(ctx: FaultContext, params: dict[str, Any]) -> Heal:
     return heal
 
 
+def stale_endtxn(ctx: FaultContext, params: dict[str, Any]) -> Heal:
+    """KAFKA-17754's reordering: the instance's commit (EndTxn) reaches its transaction
+    coordinator after the client retried it on a new connection and began its next
+    transaction. The connections the instance has open on its lane to the coordinator are
+    stranded from their next EndTxn on (clusters/packet_drop.py): that request stays in the
+    instance's kernel, retransmitted and dropped. The client's request times out, it retries
+    on a new connection, which passes, and goes on. The heal lets the stranded packets
+    through: the stale EndTxn arrives at its next retransmission, up to one backoff (seconds)
+    later, into whatever transaction is open then.
+
+    A client whose protocol keeps its producer epoch across transactions (transaction
+    version 1, and every librdkafka client) cannot be told apart from its stale request: the
+    coordinator commits or aborts the open transaction with it. The params record the
+    connections stranded and the bytes still held at the heal; none held means no EndTxn was
+    caught, and the fault took no effect."""
+    instance = params["instance"]
+    lane = _own_lane(ctx, instance)
+    transactional_id = ctx.workload.transactional_id(instance)
+    if transactional_id is None:
+        raise LookupError(f"instance {instance} has no transactional.id: no commit to strand")
+    coordinator = ctx.cluster.transaction_coordinator(transactional_id)
+    params["coordinator"] = coordinator
+    stranded = ctx.cluster.strand_connections(coordinator, lane, api_key=END_TXN_API_KEY)
+    params["connections_stranded"] = len(stranded)
+    held_from = time.monotonic()
+
+    def heal() -> None:
+        params["bytes_released_late"] = ctx.cluster.release_stranded(stranded)
+        released = time.monotonic()
+        params["held_s"] = round(released - held_from, 3)
+        if params["bytes_released_late"] == 0:
+            params[FAULT_TOOK_EFFECT] = False  # no EndTxn was on its way: nothing lands late
+            return
+        # The fault is over when the stale request has landed, not before: a next fault would
+        # blur which transaction it hit.
+        deadline = released + STALE_LANDING_WAIT_S
+        while time.monotonic() < deadline and any(
+            packet_drop.unsent_bytes(connection) for connection in stranded
+        ):
+            time.sleep(0.05)
+        params["landed_after_heal_s"] = round(time.monotonic() - released, 3)
+
+    return heal
+
+
 def _freeze_mid_transaction(ctx: FaultContext, instance: int, params: dict[str, Any]) -> None:
     """SIGSTOP the instance right after it produced a batch (or after the wait runs out);
     whether it was caught mid-transaction goes into the fault's params, the recorded
@@ -340,4 +390,5 @@ UNITS: dict[str, Callable[[FaultContext, dict[str, Any]], Heal]] = {
     "twin": twin,
     "isolate-instance": isolate_instance,
     "delay-endtxn": delay_endtxn,
+    "stale-endtxn": stale_endtxn,
 }

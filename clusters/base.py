@@ -26,9 +26,10 @@ from typing import Any, ClassVar, Protocol
 
 from confluent_kafka import KafkaError, KafkaException
 
-from eoschaos.clusters import admin, processes
+from eoschaos.clusters import admin, packet_drop, processes
 from eoschaos.clusters.broker_config import ClusterSpec
 from eoschaos.clusters.kafka_dist import KafkaDistribution, java_major_version
+from eoschaos.clusters.packet_drop import StrandedConnection
 from eoschaos.clusters.ports import (
     Link,
     PortPlan,
@@ -119,6 +120,10 @@ class Cluster(Protocol):
         name: str | None = None,
     ) -> str: ...
     def remove_toxic(self, node_id: int, link: Link, name: str) -> None: ...
+    def strand_connections(
+        self, node_id: int, link: Link, api_key: int | None = None
+    ) -> list[StrandedConnection]: ...
+    def release_stranded(self, connections: list[StrandedConnection]) -> int: ...
     def heal_network(self) -> None: ...
     def partition_leader(self, topic: str, partition: int) -> int: ...
     def transaction_coordinator(self, transactional_id: str) -> int: ...
@@ -150,6 +155,7 @@ class ClusterBase(ABC):
         self.plan: PortPlan | None = None
         self.info: ClusterInfo | None = None
         self._popens: dict[str, subprocess.Popen] = {}
+        self._stranded: list[StrandedConnection] = []
         self._t0 = time.monotonic()
 
     # ----------------------------------------------------------------- lifecycle
@@ -439,9 +445,31 @@ class ClusterBase(ABC):
     def remove_toxic(self, node_id: int, link: Link, name: str) -> None:
         self.toxiproxy.remove_toxic(self.proxy_name(node_id, link), name)
 
+    def strand_connections(
+        self, node_id: int, link: Link, api_key: int | None = None
+    ) -> list[StrandedConnection]:
+        """Drop below TCP what the connections now open to `link`'s proxy on `node_id` send,
+        all of it or from their next request of `api_key` on (clusters/packet_drop.py): their
+        bytes stay in the clients' kernels until released, while new connections pass."""
+        assert self.plan is not None
+        port = self.plan.nodes[node_id].proxy[link]
+        stranded = packet_drop.strand(port, packet_drop.tag_for(self.run_dir), api_key)
+        self._stranded.extend(stranded)
+        return stranded
+
+    def release_stranded(self, connections: list[StrandedConnection]) -> int:
+        """Let the connections' packets through again; returns the bytes their clients' kernels
+        still held, which now reach the proxy late (0: nothing was left to deliver)."""
+        held = sum(packet_drop.unsent_bytes(connection) for connection in connections)
+        packet_drop.release(connections)
+        self._stranded = [c for c in self._stranded if c not in connections]
+        return held
+
     def heal_network(self) -> None:
-        """Re-enable every proxy and remove every toxic."""
+        """Re-enable every proxy, remove every toxic, release every stranded connection."""
         self.toxiproxy.reset()
+        if self._stranded:
+            self.release_stranded(list(self._stranded))
 
     # ----------------------------------------------------------------- who does what
 

@@ -7,7 +7,7 @@ import hashlib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from eoschaos.clusters import processes
+from eoschaos.clusters import packet_drop, processes
 from eoschaos.contract.host import cache_root
 from eoschaos.contract.rundir import CLUSTER_FILE
 
@@ -57,4 +57,5 @@ def stop_run_dir(run_dir: Path, timeout: float = 5.0) -> list[str]:
             processes.remove_pid_file(pid_dir, proc.name)
             stopped.append(proc.name)
     _registry_entry(run_dir).unlink(missing_ok=True)
+    packet_drop.release_tagged(packet_drop.tag_for(run_dir))  # a stranded connection's rules
     return stopped

@@ -97,7 +97,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--faults",
         help="comma-separated faults for a random schedule from --seed (docs/schedules.md): "
         "kill, bounce, rolling-restart, pause, partition, isolate-peers, split, latency, "
-        "bandwidth, reset, slicer, crash, zombie, twin, isolate-instance, delay-endtxn "
+        "bandwidth, reset, slicer, crash, zombie, twin, isolate-instance, delay-endtxn, "
+        "stale-endtxn (needs iptables and root) "
         "(default: none)",
     )
     run.add_argument(

@@ -23,7 +23,7 @@ from eoschaos.chaos.schedule import (
     FaultEvent,
     write_schedule,
 )
-from eoschaos.clusters import kafka_dist, toxiproxy
+from eoschaos.clusters import kafka_dist, packet_drop, toxiproxy
 from eoschaos.clusters.base import Cluster
 from eoschaos.clusters.broker_config import ClusterSpec
 from eoschaos.clusters.log_dump import record_log_batches
@@ -107,6 +107,7 @@ def _record(
         config.workload, cluster.dist.version if cluster else config.kafka_version, progress
     )
     schedule = config.schedule()
+    check_packet_drop(schedule)  # before anything starts
     manifest: dict[str, Any] = {
         **config.to_manifest(),
         **config.capabilities().to_manifest(),
@@ -261,6 +262,18 @@ def check_lanes(schedule: list[FaultEvent], cluster: Cluster) -> None:
                 f"instance, and this cluster has {lanes}; start the pytest session with "
                 f"--eoschaos-instance-lanes {instance + 1}"
             )
+
+
+def check_packet_drop(schedule: list[FaultEvent]) -> None:
+    """Faults that drop packets below TCP (stale-endtxn) need iptables and CAP_NET_ADMIN."""
+    for event in schedule:
+        if CATALOGUE[event.fault].needs_packet_drop:
+            reason = packet_drop.unavailable()
+            if reason is not None:
+                raise EoschaosError(
+                    f"fault {event.fault} drops packets with iptables, and {reason}; run "
+                    f"as root (or with CAP_NET_ADMIN), or leave {event.fault} out of --faults"
+                )
 
 
 def _make_whole(cluster: Cluster, progress: Callable[[str], None]) -> None:

@@ -89,6 +89,9 @@ class TransactionalProcessor:
                 "transactional.id": self._identity["txn_id"],
                 "transaction.timeout.ms": TRANSACTION_TIMEOUT_MS,
                 "message.timeout.ms": MESSAGE_TIMEOUT_MS,
+                # A request is given up when the call waiting for it is (librdkafka's default,
+                # 60 s, would leave a commit's EndTxn in flight long after its call timed out).
+                "socket.timeout.ms": int(OPERATION_TIMEOUT_S * 1000),
                 "log_level": 4,
             }
         )
