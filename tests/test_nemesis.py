@@ -28,9 +28,10 @@ from test_cluster import _produce_acks_all, _topic_led_by
 from eoschaos.chaos.catalogue import CATALOGUE
 from eoschaos.chaos.nemesis import Nemesis
 from eoschaos.chaos.schedule import FaultEvent
-from eoschaos.clusters import admin
+from eoschaos.clusters import admin, packet_drop
 from eoschaos.clusters.process_backend import ProcessCluster
 from eoschaos.contract.history import HistoryWriter, instance_name
+from eoschaos.workloads.smoke import read_all
 
 pytestmark = pytest.mark.cluster
 
@@ -222,6 +223,40 @@ def test_delay_endtxn_holds_a_commit_caught_mid_transaction_until_healed(
     assert params["coordinator"] == cluster.transaction_coordinator(aim.txn_id)
     assert (params["mid_transaction"], params["took_effect"]) == (True, True)
     assert params["held_s"] >= released_after_s - 0.5
+
+
+@pytest.mark.skipif(packet_drop.unavailable() is not None, reason=f"{packet_drop.unavailable()}")
+def test_stale_endtxn_lands_a_commit_in_the_clients_next_transaction(cluster, nemesis, tmp_path):
+    """KAFKA-17754 with librdkafka, which keeps its producer epoch across transactions on every
+    Kafka version: the stale commit of transaction 1 commits transaction 2, still open."""
+    aim = Aim(_topic_led_by(cluster, 1), instance_count=1, txn_id=f"txn-{uuid.uuid4().hex[:8]}")
+    producer = Producer(
+        {
+            "bootstrap.servers": cluster.instance_bootstrap(0),
+            "transactional.id": aim.txn_id,
+            "socket.timeout.ms": 5000,
+            "log_level": 0,
+        }
+    )
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce(aim.input_topic, value=b"first")
+    producer.flush(30)
+    hurt = nemesis(aim)
+    active = hurt.start(_event("stale-endtxn", "instance:0"))
+    assert active is not None
+    started = time.monotonic()
+    producer.commit_transaction(30)  # its EndTxn is stranded; the retry on a new one passes
+    assert 4.0 < time.monotonic() - started < 15.0
+    producer.begin_transaction()
+    producer.produce(aim.input_topic, value=b"second")
+    producer.flush(30)
+    hurt.heal(active=active)  # returns once the stale EndTxn has left the client's kernel
+    read = read_all(cluster.bootstrap, aim.input_topic, "read_committed", 2, timeout=20)
+    assert read == ["first", "second"]  # committed, though its client never committed it
+    params = json.loads(next(e for e in _fault_history(tmp_path) if e["type"] == "ok")["params"])
+    assert params["connections_stranded"] >= 1 and params["bytes_released_late"] > 0
+    assert params["took_effect"] is True and params["landed_after_heal_s"] < 30
 
 
 @OTHER_VERSIONS_NIGHTLY
