@@ -125,15 +125,14 @@ CATALOGUE: dict[str, FaultSpec] = {
             params={"hold_ms": 11000},
             needs_lane=True,
         ),
-        # On past the kip447 processors' 10 s request timeout and their retry of the commit on
-        # a new connection (~11 s), off just before the stranded EndTxn's retransmission at
-        # 12.6 s after its first send, so it lands about a second after the client moved on.
+        # At most past a Java client's 30 s request timeout; released as soon as the client
+        # gives the stranded connection up (kip447: after 10 s).
         FaultSpec(
             "stale-endtxn",
             "instance",
-            12.0,
-            "strand an instance's connections to its transaction coordinator below TCP (its "
-            "commit), let it retry on new ones and move on, then let the stale requests land",
+            35.0,
+            "strand an instance's connections at their next EndTxn (its commit) below TCP, "
+            "let it retry on a new one and move on, then let the stale commit land",
             needs_lane=True,
             needs_packet_drop=True,
         ),

@@ -8,6 +8,7 @@ Adding a fault = one catalogue row (chaos/catalogue.py) + one unit registered in
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,8 +27,8 @@ HEAL_TIMEOUT_S = 120.0
 # start and first rebalance: a moment missed there is re-aimed at the next incarnation.
 ZOMBIE_TRIGGER_WAIT_S = 20.0
 END_TXN_API_KEY = 26  # Kafka's EndTxn request
-# The client's kernel retransmits a stranded segment after 0.2, 0.6, 1.4 ... 12.6, 25.4 s: the
-# stale request lands at the first of those after the heal.
+# The client's kernel retransmits a stranded segment 0.2, 0.6, 1.4 ... 12.6, 25.4, 51 s after its
+# first send: the stale request lands at the first of those after the release.
 STALE_LANDING_WAIT_S = 30.0
 
 Heal = Callable[[], None]
@@ -313,44 +314,63 @@ def delay_endtxn(ctx: FaultContext, params: dict[str, Any]) -> Heal:
 def stale_endtxn(ctx: FaultContext, params: dict[str, Any]) -> Heal:
     """KAFKA-17754's reordering: the instance's commit (EndTxn) reaches its transaction
     coordinator after the client retried it on a new connection and began its next
-    transaction. The connections the instance has open on its lane to the coordinator are
-    stranded from their next EndTxn on (clusters/packet_drop.py): that request stays in the
-    instance's kernel, retransmitted and dropped. The client's request times out, it retries
-    on a new connection, which passes, and goes on. The heal lets the stranded packets
-    through: the stale EndTxn arrives at its next retransmission, up to one backoff (seconds)
-    later, into whatever transaction is open then.
+    transaction. The connections the instance has open on its lane are stranded from their
+    next EndTxn on (clusters/packet_drop.py; only the coordinator's ever carries one): that
+    request stays in the instance's kernel, retransmitted and dropped. When the client's
+    request times out it closes the connection and retries on a new one, which passes; the
+    strand is released at that moment (or at the heal, whichever comes first), so the stale
+    EndTxn lands at its next retransmission, seconds later, into whatever transaction the
+    client has open then. Releasing when the client gives up, not after a fixed time, fits
+    any client's request timeout (librdkafka in kip447: 10 s; Java: 30 s).
 
-    A client whose protocol keeps its producer epoch across transactions (transaction
-    version 1, and every librdkafka client) cannot be told apart from its stale request: the
-    coordinator commits or aborts the open transaction with it. The params record the
-    connections stranded and the bytes still held at the heal; none held means no EndTxn was
-    caught, and the fault took no effect."""
-    instance = params["instance"]
-    lane = _own_lane(ctx, instance)
-    transactional_id = ctx.workload.transactional_id(instance)
-    if transactional_id is None:
-        raise LookupError(f"instance {instance} has no transactional.id: no commit to strand")
-    coordinator = ctx.cluster.transaction_coordinator(transactional_id)
-    params["coordinator"] = coordinator
-    stranded = ctx.cluster.strand_connections(coordinator, lane, api_key=END_TXN_API_KEY)
+    A client that keeps its producer epoch across transactions (transaction version 1, and
+    every librdkafka client) cannot be told apart from its stale request: the coordinator
+    commits or aborts the open transaction with it. The params record the connections
+    stranded, when the client gave up, the bytes still held at release and when they landed;
+    none held means no EndTxn was caught, and the fault took no effect."""
+    lane = _own_lane(ctx, params["instance"])
+    broker_of = {
+        connection: node_id
+        for node_id in ctx.cluster.spec.node_ids
+        for connection in ctx.cluster.strand_connections(node_id, lane, END_TXN_API_KEY)
+    }
+    stranded = list(broker_of)
     params["connections_stranded"] = len(stranded)
     held_from = time.monotonic()
+    released = threading.Event()
+    lock = threading.Lock()
+
+    def release(reason: str) -> None:
+        with lock:
+            if released.is_set():
+                return
+            holding = {broker_of[c] for c in stranded if packet_drop.unsent_bytes(c)}
+            params["bytes_released_late"] = ctx.cluster.release_stranded(stranded)
+            params["held_for_brokers"] = sorted(holding)  # the coordinator, if one was caught
+            params["released"] = reason
+            params["held_s"] = round(time.monotonic() - held_from, 3)
+            released.set()
+
+    def release_once_given_up() -> None:
+        while not released.wait(0.05):
+            if any(packet_drop.given_up(connection) for connection in stranded):
+                release("client gave up")
+
+    threading.Thread(target=release_once_given_up, daemon=True).start()
 
     def heal() -> None:
-        params["bytes_released_late"] = ctx.cluster.release_stranded(stranded)
-        released = time.monotonic()
-        params["held_s"] = round(released - held_from, 3)
+        release("heal")
         if params["bytes_released_late"] == 0:
             params[FAULT_TOOK_EFFECT] = False  # no EndTxn was on its way: nothing lands late
             return
         # The fault is over when the stale request has landed, not before: a next fault would
         # blur which transaction it hit.
-        deadline = released + STALE_LANDING_WAIT_S
-        while time.monotonic() < deadline and any(
+        started = time.monotonic()
+        while time.monotonic() - started < STALE_LANDING_WAIT_S and any(
             packet_drop.unsent_bytes(connection) for connection in stranded
         ):
             time.sleep(0.05)
-        params["landed_after_heal_s"] = round(time.monotonic() - released, 3)
+        params["landed_after_release_s"] = round(time.monotonic() - held_from - params["held_s"], 3)
 
     return heal
 

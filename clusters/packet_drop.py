@@ -89,7 +89,18 @@ def established_client_ports(proxy_port: int) -> list[int]:
 def unsent_bytes(connection: StrandedConnection) -> int:
     """Bytes the client's kernel still holds for the connection (sent, not acknowledged):
     what the proxy will get late. 0 once the connection is gone."""
-    total = 0
+    return sum(unsent for _state, unsent in _client_sockets(connection))
+
+
+def given_up(connection: StrandedConnection) -> bool:
+    """The client closed the connection while its kernel still holds bytes for it: it has
+    given the stranded request up and retries it elsewhere."""
+    return any(state != ESTABLISHED and unsent for state, unsent in _client_sockets(connection))
+
+
+def _client_sockets(connection: StrandedConnection) -> list[tuple[str, int]]:
+    """(state, unsent bytes) of the client's socket of `connection`, if it still exists."""
+    found = []
     for table in TCP_TABLES:
         if not table.exists():
             continue
@@ -99,8 +110,8 @@ def unsent_bytes(connection: StrandedConnection) -> int:
             if int(local.rsplit(":", 1)[1], 16) == connection.client_port and (
                 int(remote.rsplit(":", 1)[1], 16) == connection.proxy_port
             ):
-                total += int(fields[4].split(":")[0], 16)
-    return total
+                found.append((fields[3], int(fields[4].split(":")[0], 16)))
+    return found
 
 
 def strand(proxy_port: int, tag: str, api_key: int | None = None) -> list[StrandedConnection]:

@@ -255,8 +255,10 @@ def test_stale_endtxn_lands_a_commit_in_the_clients_next_transaction(cluster, ne
     read = read_all(cluster.bootstrap, aim.input_topic, "read_committed", 2, timeout=20)
     assert read == ["first", "second"]  # committed, though its client never committed it
     params = json.loads(next(e for e in _fault_history(tmp_path) if e["type"] == "ok")["params"])
-    assert params["connections_stranded"] >= 1 and params["bytes_released_late"] > 0
-    assert params["took_effect"] is True and params["landed_after_heal_s"] < 30
+    assert params["released"] == "client gave up" and 4.0 < params["held_s"] < 15.0
+    assert params["held_for_brokers"] == [cluster.transaction_coordinator(aim.txn_id)]
+    assert params["bytes_released_late"] > 0 and params["took_effect"] is True
+    assert params["landed_after_release_s"] < 30
 
 
 @OTHER_VERSIONS_NIGHTLY
