@@ -133,3 +133,13 @@ def test_a_packet_dropping_fault_without_iptables_is_refused_with_one_line(monke
         "fault stale-endtxn drops packets with iptables, and iptables is not installed; run as "
         "root (or with CAP_NET_ADMIN), or leave stale-endtxn out of --faults"
     )
+
+
+@needs_iptables
+def test_stopping_a_run_dir_lifts_the_rules_a_killed_run_left(server, tmp_path):
+    from eoschaos.clusters.registry import stop_run_dir
+
+    with socket.create_connection(("127.0.0.1", server.port)):
+        packet_drop.strand(server.port, packet_drop.tag_for(tmp_path), api_key=END_TXN)
+        stop_run_dir(tmp_path)  # what `eoschaos cleanup RUN_DIR` and a cluster's stop call
+        assert packet_drop.release_tagged(packet_drop.tag_for(tmp_path)) == 0
