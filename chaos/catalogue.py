@@ -125,12 +125,13 @@ CATALOGUE: dict[str, FaultSpec] = {
             params={"hold_ms": 11000},
             needs_lane=True,
         ),
-        # At most past a Java client's 30 s request timeout; released as soon as the client
-        # gives the stranded connection up (kip447: after 10 s).
+        # Released as soon as the client gives the stranded connection up: kip447 after 10 s,
+        # the Streams app after 5 s. A client with a longer request timeout (Java's default is
+        # 30 s) needs a longer duration in a schedule file.
         FaultSpec(
             "stale-endtxn",
             "instance",
-            35.0,
+            15.0,
             "strand an instance's connections at their next EndTxn (its commit) below TCP, "
             "let it retry on a new one and move on, then let the stale commit land",
             needs_lane=True,

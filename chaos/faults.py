@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from eoschaos.clusters import packet_drop
 from eoschaos.clusters.admin import wait_answers_for_itself
 from eoschaos.clusters.base import Cluster
+from eoschaos.clusters.packet_drop import StrandedConnection
 from eoschaos.clusters.ports import Link, lane_link
 from eoschaos.contract.history import FAULT_TOOK_EFFECT, await_instance_event
 
@@ -339,38 +340,41 @@ def stale_endtxn(ctx: FaultContext, params: dict[str, Any]) -> Heal:
     held_from = time.monotonic()
     released = threading.Event()
     lock = threading.Lock()
+    caught: list[StrandedConnection] = []  # the connections that hold a stranded EndTxn
 
     def release(reason: str) -> None:
         with lock:
             if released.is_set():
                 return
-            holding = {broker_of[c] for c in stranded if packet_drop.unsent_bytes(c)}
-            params["bytes_released_late"] = ctx.cluster.release_stranded(stranded)
-            params["held_for_brokers"] = sorted(holding)  # the coordinator, if one was caught
+            # Read before the rules go: their counters say which connections dropped an EndTxn.
+            caught.extend(c for c in stranded if packet_drop.dropped_packets(c))
+            params["bytes_released_late"] = sum(packet_drop.unsent_bytes(c) for c in caught)
+            ctx.cluster.release_stranded(stranded)
+            params["held_for_brokers"] = sorted({broker_of[c] for c in caught})  # coordinator
             params["released"] = reason
             params["held_s"] = round(time.monotonic() - held_from, 3)
             released.set()
 
     def release_once_given_up() -> None:
         while not released.wait(0.05):
-            if any(packet_drop.given_up(connection) for connection in stranded):
+            if any(packet_drop.given_up(c) and packet_drop.dropped_packets(c) for c in stranded):
                 release("client gave up")
 
     threading.Thread(target=release_once_given_up, daemon=True).start()
 
     def heal() -> None:
         release("heal")
-        if params["bytes_released_late"] == 0:
+        if not params["bytes_released_late"]:
             params[FAULT_TOOK_EFFECT] = False  # no EndTxn was on its way: nothing lands late
             return
         # The fault is over when the stale request has landed, not before: a next fault would
         # blur which transaction it hit.
-        started = time.monotonic()
-        while time.monotonic() - started < STALE_LANDING_WAIT_S and any(
-            packet_drop.unsent_bytes(connection) for connection in stranded
+        released_at = held_from + params["held_s"]
+        while time.monotonic() - released_at < STALE_LANDING_WAIT_S and any(
+            packet_drop.unsent_bytes(c) for c in caught
         ):
             time.sleep(0.05)
-        params["landed_after_release_s"] = round(time.monotonic() - held_from - params["held_s"], 3)
+        params["landed_after_release_s"] = round(time.monotonic() - released_at, 3)
 
     return heal
 

@@ -123,7 +123,7 @@ class Cluster(Protocol):
     def strand_connections(
         self, node_id: int, link: Link, api_key: int | None = None
     ) -> list[StrandedConnection]: ...
-    def release_stranded(self, connections: list[StrandedConnection]) -> int: ...
+    def release_stranded(self, connections: list[StrandedConnection]) -> None: ...
     def heal_network(self) -> None: ...
     def partition_leader(self, topic: str, partition: int) -> int: ...
     def transaction_coordinator(self, transactional_id: str) -> int: ...
@@ -457,13 +457,11 @@ class ClusterBase(ABC):
         self._stranded.extend(stranded)
         return stranded
 
-    def release_stranded(self, connections: list[StrandedConnection]) -> int:
-        """Let the connections' packets through again; returns the bytes their clients' kernels
-        still held, which now reach the proxy late (0: nothing was left to deliver)."""
-        held = sum(packet_drop.unsent_bytes(connection) for connection in connections)
+    def release_stranded(self, connections: list[StrandedConnection]) -> None:
+        """Let the connections' packets through again: what their clients' kernels still
+        hold reaches the proxy at their next retransmission."""
         packet_drop.release(connections)
         self._stranded = [c for c in self._stranded if c not in connections]
-        return held
 
     def heal_network(self) -> None:
         """Re-enable every proxy, remove every toxic, release every stranded connection."""

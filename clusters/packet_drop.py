@@ -92,6 +92,20 @@ def unsent_bytes(connection: StrandedConnection) -> int:
     return sum(unsent for _state, unsent in _client_sockets(connection))
 
 
+def dropped_packets(connection: StrandedConnection) -> int:
+    """How many packets the connection's rule has dropped so far: more than 0 means the
+    connection holds a stranded request (a rule of `api_key` drops nothing before one)."""
+    listed = subprocess.run(
+        ["iptables", "-L", "OUTPUT", "-v", "-x", "-n"], capture_output=True, text=True
+    )
+    ports = f"spt:{connection.client_port} dpt:{connection.proxy_port}"
+    return sum(
+        int(line.split()[0])
+        for line in listed.stdout.splitlines()
+        if ports in line and connection.tag in line
+    )
+
+
 def given_up(connection: StrandedConnection) -> bool:
     """The client closed the connection while its kernel still holds bytes for it: it has
     given the stranded request up and retries it elsewhere."""
