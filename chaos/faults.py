@@ -322,7 +322,7 @@ def stale_endtxn(ctx: FaultContext, params: dict[str, Any]) -> Heal:
     strand is released at that moment (or at the heal, whichever comes first), so the stale
     EndTxn lands at its next retransmission, seconds later, into whatever transaction the
     client has open then. Releasing when the client gives up, not after a fixed time, fits
-    any client's request timeout (librdkafka in kip447: 10 s; Java: 30 s).
+    any client's request timeout (librdkafka in kip447: 10 s; the Streams app: 5 s).
 
     A client that keeps its producer epoch across transactions (transaction version 1, and
     every librdkafka client) cannot be told apart from its stale request: the coordinator
@@ -355,26 +355,30 @@ def stale_endtxn(ctx: FaultContext, params: dict[str, Any]) -> Heal:
             params["held_s"] = round(time.monotonic() - held_from, 3)
             released.set()
 
-    def release_once_given_up() -> None:
+    def watch() -> None:
+        """Release once the client gives up; then note when the stale request left the
+        client's kernel (the proxy acknowledged it): the moment it landed."""
         while not released.wait(0.05):
             if any(packet_drop.given_up(c) and packet_drop.dropped_packets(c) for c in stranded):
                 release("client gave up")
-
-    threading.Thread(target=release_once_given_up, daemon=True).start()
-
-    def heal() -> None:
-        release("heal")
-        if not params["bytes_released_late"]:
-            params[FAULT_TOOK_EFFECT] = False  # no EndTxn was on its way: nothing lands late
-            return
-        # The fault is over when the stale request has landed, not before: a next fault would
-        # blur which transaction it hit.
         released_at = held_from + params["held_s"]
         while time.monotonic() - released_at < STALE_LANDING_WAIT_S and any(
             packet_drop.unsent_bytes(c) for c in caught
         ):
-            time.sleep(0.05)
-        params["landed_after_release_s"] = round(time.monotonic() - released_at, 3)
+            time.sleep(0.02)
+        if caught:
+            params["landed_after_release_s"] = round(time.monotonic() - released_at, 3)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+
+    def heal() -> None:
+        release("heal")
+        # The fault is over when the stale request has landed, not before: a next fault would
+        # blur which transaction it hit.
+        watcher.join(STALE_LANDING_WAIT_S + 1)
+        if not params["bytes_released_late"]:
+            params[FAULT_TOOK_EFFECT] = False  # no EndTxn was on its way: nothing lands late
 
     return heal
 

@@ -59,6 +59,10 @@ record Settings(
    *       consumers, so a killed or paused instance's tasks move to a live one within ~10 s.
    *   <li>transaction.timeout.ms 10000 (eos): the broker aborts a dead instance's open transaction
    *       soon, so read_committed readers are not blocked for the default minute.
+   *   <li>request.timeout.ms 5000 on the producer (eos): a request that gets no answer is given up
+   *       and retried on a new connection well inside that transaction timeout (the default,
+   *       30 s, outlives the transaction, so a retried commit would only meet a transaction the
+   *       broker had already aborted).
    *   <li>client.id names the instance and incarnation, so broker logs say who did what.
    * </ul>
    */
@@ -77,6 +81,7 @@ record Settings(
     props.put(StreamsConfig.consumerPrefix(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG), 1500);
     if (exactlyOnce) {
       props.put(StreamsConfig.producerPrefix(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG), 10000);
+      props.put(StreamsConfig.producerPrefix(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG), 5000);
     }
     return props;
   }
