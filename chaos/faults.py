@@ -347,8 +347,8 @@ def stale_endtxn(ctx: FaultContext, params: dict[str, Any]) -> Heal:
             if released.is_set():
                 return
             # Read before the rules go: their counters say which connections dropped an EndTxn.
-            caught.extend(c for c in stranded if packet_drop.dropped_packets(c))
-            params["bytes_released_late"] = sum(packet_drop.unsent_bytes(c) for c in caught)
+            caught.extend(packet_drop.holding_a_request(stranded))
+            params["bytes_released_late"] = packet_drop.unsent_bytes(caught)
             ctx.cluster.release_stranded(stranded)
             params["held_for_brokers"] = sorted({broker_of[c] for c in caught})  # coordinator
             params["released"] = reason
@@ -359,11 +359,12 @@ def stale_endtxn(ctx: FaultContext, params: dict[str, Any]) -> Heal:
         """Release once the client gives up; then note when the stale request left the
         client's kernel (the proxy acknowledged it): the moment it landed."""
         while not released.wait(0.05):
-            if any(packet_drop.given_up(c) and packet_drop.dropped_packets(c) for c in stranded):
+            closed = packet_drop.given_up(stranded)  # the counters are read only if any
+            if closed and packet_drop.holding_a_request(closed):
                 release("client gave up")
         released_at = held_from + params["held_s"]
-        while time.monotonic() - released_at < STALE_LANDING_WAIT_S and any(
-            packet_drop.unsent_bytes(c) for c in caught
+        while time.monotonic() - released_at < STALE_LANDING_WAIT_S and (
+            packet_drop.unsent_bytes(caught)
         ):
             time.sleep(0.02)
         if caught:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import shlex
 import shutil
 import subprocess
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,8 +66,7 @@ def unavailable() -> str | None:
     """Why connections cannot be stranded here, or None if they can."""
     if shutil.which("iptables") is None:
         return "iptables is not installed"
-    probe = subprocess.run(["iptables", "-S", "OUTPUT"], capture_output=True, text=True)
-    if probe.returncode != 0:
+    if _listed_rules() is None:
         return "iptables cannot be used here (it needs root: CAP_NET_ADMIN)"
     return None
 
@@ -74,58 +74,61 @@ def unavailable() -> str | None:
 def established_client_ports(proxy_port: int) -> list[int]:
     """Source ports of the established connections to `proxy_port` on this host, seen from
     the client's side (their remote port is the proxy's)."""
-    ports = set()
-    for table in TCP_TABLES:
-        if not table.exists():
-            continue
-        for line in table.read_text().splitlines()[1:]:
-            fields = line.split()
-            local, remote, state = fields[1], fields[2], fields[3]
-            if state == ESTABLISHED and int(remote.rsplit(":", 1)[1], 16) == proxy_port:
-                ports.add(int(local.rsplit(":", 1)[1], 16))
-    return sorted(ports)
+    return sorted(
+        {
+            local
+            for local, remote, state, _unsent in _sockets()
+            if state == ESTABLISHED and remote == proxy_port
+        }
+    )
 
 
-def unsent_bytes(connection: StrandedConnection) -> int:
-    """Bytes the client's kernel still holds for the connection (sent, not acknowledged):
-    what the proxy will get late. 0 once the connection is gone."""
-    return sum(unsent for _state, unsent in _client_sockets(connection))
+def unsent_bytes(connections: list[StrandedConnection]) -> int:
+    """Bytes the clients' kernels still hold for the connections (sent, not acknowledged):
+    what the proxy will get late. 0 once the connections are gone."""
+    ends = {(c.client_port, c.proxy_port) for c in connections}
+    return sum(unsent for local, remote, _state, unsent in _sockets() if (local, remote) in ends)
 
 
-def dropped_packets(connection: StrandedConnection) -> int:
-    """How many packets the connection's rule has dropped so far: more than 0 means the
-    connection holds a stranded request (a rule of `api_key` drops nothing before one)."""
+def given_up(connections: list[StrandedConnection]) -> list[StrandedConnection]:
+    """The connections their client closed while its kernel still holds bytes for them: it
+    gave the stranded request up and retries it elsewhere."""
+    closed = {
+        (local, remote)
+        for local, remote, state, unsent in _sockets()
+        if state != ESTABLISHED and unsent
+    }
+    return [c for c in connections if (c.client_port, c.proxy_port) in closed]
+
+
+def holding_a_request(connections: list[StrandedConnection]) -> list[StrandedConnection]:
+    """The connections whose rule has dropped a packet: they hold a stranded request (a rule
+    of `api_key` drops nothing before one). One listing of the rules' counters for all."""
     listed = subprocess.run(
         ["iptables", "-L", "OUTPUT", "-v", "-x", "-n"], capture_output=True, text=True
     )
-    ports = f"spt:{connection.client_port} dpt:{connection.proxy_port}"
-    return sum(
-        int(line.split()[0])
-        for line in listed.stdout.splitlines()
-        if ports in line and connection.tag in line
-    )
+    dropped: dict[str, int] = {}
+    for line in listed.stdout.splitlines():
+        if COMMENT_PREFIX in line and "spt:" in line:
+            ports = " ".join(word for word in line.split() if word.startswith(("spt:", "dpt:")))
+            dropped[ports] = dropped.get(ports, 0) + int(line.split()[0])
+    return [c for c in connections if dropped.get(f"spt:{c.client_port} dpt:{c.proxy_port}", 0)]
 
 
-def given_up(connection: StrandedConnection) -> bool:
-    """The client closed the connection while its kernel still holds bytes for it: it has
-    given the stranded request up and retries it elsewhere."""
-    return any(state != ESTABLISHED and unsent for state, unsent in _client_sockets(connection))
-
-
-def _client_sockets(connection: StrandedConnection) -> list[tuple[str, int]]:
-    """(state, unsent bytes) of the client's socket of `connection`, if it still exists."""
-    found = []
+def _sockets() -> Iterator[tuple[int, int, str, int]]:
+    """(local port, remote port, state, unsent bytes) of every TCP socket on this host."""
     for table in TCP_TABLES:
         if not table.exists():
             continue
         for line in table.read_text().splitlines()[1:]:
             fields = line.split()
             local, remote = fields[1], fields[2]
-            if int(local.rsplit(":", 1)[1], 16) == connection.client_port and (
-                int(remote.rsplit(":", 1)[1], 16) == connection.proxy_port
-            ):
-                found.append((fields[3], int(fields[4].split(":")[0], 16)))
-    return found
+            yield (
+                int(local.rsplit(":", 1)[1], 16),
+                int(remote.rsplit(":", 1)[1], 16),
+                fields[3],
+                int(fields[4].split(":")[0], 16),
+            )
 
 
 def strand(proxy_port: int, tag: str, api_key: int | None = None) -> list[StrandedConnection]:
@@ -148,16 +151,20 @@ def release(connections: list[StrandedConnection]) -> None:
 def release_tagged(prefix: str = COMMENT_PREFIX) -> int:
     """Lift every rule whose tag starts with `prefix` (a killed run's leftovers; by default
     every eoschaos rule); returns how many."""
-    if unavailable() is not None:
-        return 0
-    listed = subprocess.run(["iptables", "-S", "OUTPUT"], capture_output=True, text=True)
+    listed = _listed_rules() if shutil.which("iptables") else None
     lifted = 0
-    for line in listed.stdout.splitlines():
+    for line in (listed or "").splitlines():
         words = shlex.split(line)
         if words[:1] == ["-A"] and any(word.startswith(prefix) for word in words):
             _iptables("-D", words[1:], missing_ok=True)
             lifted += 1
     return lifted
+
+
+def _listed_rules() -> str | None:
+    """The OUTPUT chain's rules (`iptables -S`), or None if iptables refuses (not root)."""
+    listed = subprocess.run(["iptables", "-S", "OUTPUT"], capture_output=True, text=True)
+    return listed.stdout if listed.returncode == 0 else None
 
 
 def _iptables(action: str, rule: list[str], missing_ok: bool = False) -> None:

@@ -75,6 +75,26 @@ def _event(fault: str, target: str, **params) -> FaultEvent:
     return FaultEvent(0.0, fault, target, spec.duration, {**spec.params, **params})
 
 
+def _in_a_transaction(
+    cluster: ProcessCluster, aim: Aim, value: bytes, config: dict | None = None
+) -> Producer:
+    """Instance 0's transactional producer, on its own lane, with `value` produced in an
+    open transaction."""
+    producer = Producer(
+        {
+            "bootstrap.servers": cluster.instance_bootstrap(0),
+            "transactional.id": aim.txn_id,
+            "log_level": 0,
+            **(config or {}),
+        }
+    )
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce(aim.input_topic, value=value)
+    producer.flush(30)
+    return producer
+
+
 def _fault_history(tmp_path: Path) -> list[dict]:
     lines = (tmp_path / "history" / "nemesis.jsonl").read_text().splitlines()
     return [json.loads(line) for line in lines]
@@ -193,17 +213,7 @@ def test_delay_endtxn_holds_a_commit_caught_mid_transaction_until_healed(
 ):
     released_after_s = 3.0
     aim = Aim(_topic_led_by(cluster, 1), instance_count=1, txn_id=f"txn-{uuid.uuid4().hex[:8]}")
-    producer = Producer(
-        {
-            "bootstrap.servers": cluster.instance_bootstrap(0),
-            "transactional.id": aim.txn_id,
-            "log_level": 0,
-        }
-    )
-    producer.init_transactions(30)
-    producer.begin_transaction()
-    producer.produce(aim.input_topic, value=b"x")
-    producer.flush(30)
+    producer = _in_a_transaction(cluster, aim, b"x")
     hurt = nemesis(aim)
     # This test is instance 0: it records its produced batch as a kip447 processor does, and
     # that is the moment the fault is aimed at.
@@ -230,18 +240,7 @@ def test_stale_endtxn_lands_a_commit_in_the_clients_next_transaction(cluster, ne
     """KAFKA-17754 with librdkafka, which keeps its producer epoch across transactions on every
     Kafka version: the stale commit of transaction 1 commits transaction 2, still open."""
     aim = Aim(_topic_led_by(cluster, 1), instance_count=1, txn_id=f"txn-{uuid.uuid4().hex[:8]}")
-    producer = Producer(
-        {
-            "bootstrap.servers": cluster.instance_bootstrap(0),
-            "transactional.id": aim.txn_id,
-            "socket.timeout.ms": 5000,
-            "log_level": 0,
-        }
-    )
-    producer.init_transactions(30)
-    producer.begin_transaction()
-    producer.produce(aim.input_topic, value=b"first")
-    producer.flush(30)
+    producer = _in_a_transaction(cluster, aim, b"first", {"socket.timeout.ms": 5000})
     hurt = nemesis(aim)
     active = hurt.start(_event("stale-endtxn", "instance:0"))
     assert active is not None

@@ -99,7 +99,7 @@ def test_a_stranded_endtxn_lands_after_release_while_a_new_connection_passes(ser
     with socket.create_connection(("127.0.0.1", server.port)) as new:
         new.sendall(_request(END_TXN, b"retried-commit"))
         assert server.got(b"retried-commit", within=2.0)
-    assert packet_drop.unsent_bytes(stranded[0]) > 0
+    assert packet_drop.unsent_bytes(stranded) > 0
     packet_drop.release(stranded)
     assert server.got(b"stale-commit", within=15.0)  # at the next retransmission
     arrived = b"".join(server.received)
