@@ -122,6 +122,8 @@ def test_zero_brokers_is_a_usage_error(eoschaos):
         (["--workload", "copier", "--instances", "2"], "copier runs 6 instances for 6 partitions"),
         (["--id-from", "body"], "--id-from 'body' is not key, header:NAME or json:PATH"),
         (["--workload", "streams", "--mode", "x"], "unknown mode 'x' for streams"),
+        (["--client-version", "3.9.2"], "--client-version is for --workload streams"),
+        (["--workload", "streams", "--client-version", "3.9"], "'3.9' is not a Kafka version"),
         (["--start-timeout", "0"], "--start-timeout must be > 0 seconds"),
         (
             ["--expect", "eoschaos.workloads.byo_examples:kip447_output"],

@@ -65,6 +65,16 @@ def test_run_json_keeps_its_flat_schema_1_shape():
     assert manifest["command"][:2] == ["eoschaos", "run"]
 
 
+def test_run_json_names_the_streams_apps_kafka_client_the_clusters_by_default():
+    default = RunConfig.from_options(workload="streams", kafka_version="4.3.1")
+    assert default.to_manifest()["client_version"] == "4.3.1"
+    older = RunConfig.from_options(
+        workload="streams", kafka_version="4.3.1", client_version="3.9.2"
+    )
+    assert older.to_manifest()["client_version"] == "3.9.2"
+    assert older.command_line()[-2:] == ["--client-version", "3.9.2"]
+
+
 def test_a_recording_child_reads_back_the_same_config():
     config = RunConfig.from_options(workload="byo", command="./my-app", faults="crash", seed=2)
     assert RunConfig.from_json(config.to_json()) == config

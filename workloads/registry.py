@@ -94,13 +94,19 @@ def check_options(config: PipelineConfig) -> None:
         )
     if name != "byo" and command:
         raise EoschaosError(f"--command is for --workload byo, not {name}")
+    if name != "streams" and config.client_version:
+        raise EoschaosError(
+            f"--client-version is for --workload streams (the Kafka client its app is built "
+            f"against), not {name}"
+        )
 
 
-def prepare(name: str, kafka_version: str, progress: Callable[[str], None]) -> None:
+def prepare(config: PipelineConfig, kafka_version: str, progress: Callable[[str], None]) -> None:
     """Build what the workload runs before any cluster starts, so a failed build is bad input
     that leaves nothing running."""
+    name = config.workload
     if name == "streams":
-        build_streams_app(kafka_version, progress)
+        build_streams_app(config.client_version or kafka_version, progress)
     if name == "spark":
         connector_jars(progress=progress)
 
@@ -131,7 +137,7 @@ def build_workload(
     if config.workload == "copier":
         pipeline = copier.CopierPipeline(dist, config.mode, config.partitions)
     elif config.workload == "streams":
-        app = build_streams_app(dist.version, progress)
+        app = build_streams_app(config.client_version or dist.version, progress)
         pipeline = streams.StreamsPipeline(app, config.output_topic)
     elif config.workload == "spark":
         pipeline = spark.SparkPipeline(config.mode)

@@ -136,6 +136,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--partitions", type=_positive_int, help="input partitions")
     run.add_argument("--kafka-version", help="Kafka version (default 4.3.1)")
+    run.add_argument(
+        "--client-version",
+        help="streams: the Kafka client version its app is built against (default: the "
+        "cluster's; 3.9.2 on a 4.x cluster runs transaction protocol 1)",
+    )
     run.add_argument("--out", type=Path, help="run dir to create (new or empty)")
     run.add_argument("--spark-master", help="Spark master (default local[*])")
     run.add_argument(

@@ -9,6 +9,7 @@ field on the way down; run.json keeps its flat shape (`to_manifest`), which the 
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,7 @@ PIPELINE_OPTIONS = (
     "input_topic",
     "output_topic",
     "group",
+    "client_version",
 )
 RUN_OPTIONS = (
     "faults",
@@ -136,8 +138,10 @@ class RunConfig:
     def to_manifest(self) -> dict[str, Any]:
         """run.json's flat shape (schema 1): the pipeline's options next to the run's."""
         pipeline = asdict(self.pipeline)
-        for internal in ("seed_seconds", "extra_env", "command"):
+        for internal in ("seed_seconds", "extra_env", "command", "client_version"):
             pipeline.pop(internal)
+        if self.workload == "streams":  # the client its app was built against, always named
+            pipeline["client_version"] = self.pipeline.client_version or self.kafka_version
         run = asdict(self)
         run.pop("pipeline")
         return {**pipeline, **run, "duration": self.duration, "command": self.command_line()}
@@ -172,6 +176,11 @@ class RunConfig:
                 raise EoschaosError(f"--expect is for --workload byo, not {pipeline.workload}")
             load_expect(pipeline.expect)  # a module that does not load is bad input, now
         kafka_dist.parse_version(self.kafka_version)
+        if pipeline.client_version and not re.fullmatch(r"\d+\.\d+\.\d+", pipeline.client_version):
+            raise EoschaosError(
+                f"--client-version {pipeline.client_version!r} is not a Kafka version; use "
+                f"MAJOR.MINOR.PATCH, e.g. {kafka_dist.LATEST_3X_VERSION}"
+            )
         if self.backend not in BACKENDS:
             raise EoschaosError(
                 f"unknown backend {self.backend!r}; choose from {', '.join(BACKENDS)}"
@@ -219,6 +228,8 @@ class RunConfig:
             line += ["--expect", pipeline.expect]
         line += ["--records", str(pipeline.records), "--instances", str(pipeline.instances)]
         line += ["--partitions", str(pipeline.partitions), "--kafka-version", self.kafka_version]
+        if pipeline.client_version:
+            line += ["--client-version", pipeline.client_version]
         if not self.recovery_wait:
             line += ["--no-recovery-wait"]
         if pipeline.non_idempotent_seeder:

@@ -104,7 +104,7 @@ def _record(
     progress: Callable[[str], None],
 ) -> None:
     registry.prepare(
-        config.workload, cluster.dist.version if cluster else config.kafka_version, progress
+        config.pipeline, cluster.dist.version if cluster else config.kafka_version, progress
     )
     schedule = config.schedule()
     check_packet_drop(schedule)  # before anything starts

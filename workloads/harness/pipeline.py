@@ -82,6 +82,9 @@ class PipelineConfig:
     # set, the output holds results of an aggregation, not copies of input records
     expect: str = ""
     command: str | None = None  # byo: the shell line that starts one instance
+    # streams: the Kafka client version the app is built against (empty: the cluster's). A
+    # 3.x client on a 4.x cluster keeps the transaction protocol of version 1 (KIP-890).
+    client_version: str = ""
     extra_env: dict[str, str] = field(default_factory=dict)
 
 
