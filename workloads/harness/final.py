@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Message, TopicPartition
 
@@ -158,31 +159,35 @@ def record_end_state(
     group: str,
     txn_ids: set[str] | None,
 ) -> None:
+    """The end state: each topic's log end and LSO per partition, the group's committed input
+    offsets, and the transactions still open. Every part is read before any is written, and
+    then all rows go to disk in one write: a run killed while the end state is being read
+    (the open-transactions tool is a JVM that takes seconds) leaves no end state rather than
+    part of one, so its re-check says the run is unfinished instead of judging a history
+    whose missing open transactions look like none."""
     admin = admin_for(bootstrap)
+    rows: list[tuple[str, dict[str, Any]]] = []
+    for topic in (input_topic, output_topic):
+        high = end_offsets(admin, topic, committed=False)
+        stable = end_offsets(admin, topic, committed=True)
+        rows += [
+            ("log-end", {"topic": topic, "partition": p, "offset": high[p], "lso": stable[p]})
+            for p in sorted(high)
+        ]
+    committed = _group_offsets_retrying(bootstrap, group, input_topic)
+    # A group that committed nothing at all is a pipeline that keeps its offsets elsewhere
+    # (Spark's checkpoint): no rows, and the checkers say the check does not apply.
+    if any(offset is not None for offset in committed.values()):
+        for p, offset in sorted(committed.items()):
+            rows.append(("group-offset", {"topic": input_topic, "partition": p, "offset": offset}))
+    for row in open_transactions(dist, bootstrap, txn_ids):
+        params = json.dumps(row, sort_keys=True)
+        rows.append(("open-txn", {"txn_id": row["TransactionalId"], "params": params}))
+    # the writer's first periodic flush comes 0.5 s after it opens: these rows take
+    # microseconds, so close() writes them all at once
     with HistoryWriter(run_dir, END_STATE) as history:
-        for topic in (input_topic, output_topic):
-            high = end_offsets(admin, topic, committed=False)
-            stable = end_offsets(admin, topic, committed=True)
-            for p in sorted(high):
-                history.record(
-                    "end", "ok", "log-end", topic=topic, partition=p, offset=high[p], lso=stable[p]
-                )
-        committed = _group_offsets_retrying(bootstrap, group, input_topic)
-        # A group that committed nothing at all is a pipeline that keeps its offsets elsewhere
-        # (Spark's checkpoint): no rows, and the checkers say the check does not apply.
-        if any(offset is not None for offset in committed.values()):
-            for p, offset in sorted(committed.items()):
-                history.record(
-                    "end", "ok", "group-offset", topic=input_topic, partition=p, offset=offset
-                )
-        for row in open_transactions(dist, bootstrap, txn_ids):
-            history.record(
-                "end",
-                "ok",
-                "open-txn",
-                txn_id=row["TransactionalId"],
-                params=json.dumps(row, sort_keys=True),
-            )
+        for f, fields in rows:
+            history.record("end", "ok", f, **fields)
 
 
 def committed_records(bootstrap: str, topic: str, timeout: float) -> Iterator[Message]:

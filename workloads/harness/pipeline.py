@@ -434,17 +434,6 @@ class PipelineWorkload:
                 output_ids=(config.output_topic, IdSource(config.id_from)),
             )
             self.scans[scan.writer] = scan
-        record_end_state(
-            self.bootstrap,
-            self.run_dir,
-            self.dist,
-            input_topic=config.input_topic,
-            output_topic=config.output_topic,
-            group=config.group,
-            txn_ids=self.pipeline.transactional_ids(self._supervisor)
-            if self._supervisor
-            else set(),
-        )
         self.pipeline.record_outputs(self.bootstrap, self.run_dir)
         if self._expect is not None:
             expected, results = record_expected(
@@ -456,6 +445,20 @@ class PipelineWorkload:
                 EXPECTED_READ_TIMEOUT_S,
             )
             self._progress(f"--expect: {expected} expected keys, {results} keys in the output")
+        # Last, and written whole: a history with an end state has every part before it, so
+        # the checkers take its presence for a run that reached its end (a run killed earlier
+        # re-checks as unfinished, not as a pipeline without aggregates or open transactions).
+        record_end_state(
+            self.bootstrap,
+            self.run_dir,
+            self.dist,
+            input_topic=config.input_topic,
+            output_topic=config.output_topic,
+            group=config.group,
+            txn_ids=self.pipeline.transactional_ids(self._supervisor)
+            if self._supervisor
+            else set(),
+        )
         self._progress("final scans and end state recorded")
         return self.scans
 
