@@ -14,6 +14,7 @@ import pytest
 
 from eoschaos.clusters import processes
 from eoschaos.clusters.ports import layout
+from eoschaos.clusters.registry import register_run_dir, registered_run_dirs
 
 
 def assert_clear_error(result: subprocess.CompletedProcess[str], *phrases: str) -> None:
@@ -103,6 +104,20 @@ def test_non_empty_run_dir_is_refused_and_left_untouched(tmp_path, eoschaos):
 @pytest.mark.parametrize("command", [["cluster", "down"], ["cleanup"]])
 def test_a_directory_that_is_not_a_run_dir_is_refused(tmp_path, command, eoschaos):
     assert_clear_error(eoschaos(*command, str(tmp_path)), "not an eoschaos run directory")
+
+
+def test_cleanup_of_a_directory_holding_a_cluster_is_not_refused(
+    tmp_path, private_cache, monkeypatch, eoschaos
+):
+    """A matrix killed before its first verdict has no results.jsonl yet, only its shared
+    cluster registered inside its output: `eoschaos cleanup OUT` must stop it, not refuse."""
+    env = private_cache()  # a private run registry
+    monkeypatch.setenv("EOSCHAOS_CACHE", env["EOSCHAOS_CACHE"])
+    register_run_dir(tmp_path / "night" / "cluster-4.3.1")
+    cleanup = eoschaos("cleanup", str(tmp_path / "night"), env=env)
+    assert cleanup.returncode == 0, cleanup.stderr
+    assert "in 1 run dirs" in cleanup.stdout
+    assert registered_run_dirs() == []
 
 
 def test_zero_brokers_is_a_usage_error(eoschaos):

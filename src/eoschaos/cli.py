@@ -287,8 +287,13 @@ def cmd_cleanup(args: argparse.Namespace) -> int:
     if args.run_dir is not None:
         if is_run_dir(args.run_dir):
             targets = [args.run_dir]
-        elif (args.run_dir / RESULTS_FILE).exists() or (args.run_dir / RUN_MANIFEST).exists():
+        elif (
+            (args.run_dir / RESULTS_FILE).exists()
+            or (args.run_dir / RUN_MANIFEST).exists()
+            or registered_within(args.run_dir)
+        ):
             # a matrix output, or an `eoschaos run` directory: the clusters started inside it
+            # (a matrix killed before its first verdict has no results yet, only its cluster)
             targets = registered_within(args.run_dir)
         else:
             raise EoschaosError(
