@@ -516,12 +516,12 @@ def _subnets_in_use(runtime: Runtime) -> list[ipaddress.IPv4Network]:
 
 
 def _remove_labelled(runtime: Runtime, run_dir: Path | None) -> list[str]:
-    """Remove containers (with their anonymous volumes) and networks labelled with `run_dir`
-    (any eoschaos run if None); return their names."""
-    label = RUN_LABEL if run_dir is None else f"{RUN_LABEL}={run_dir}"
+    """Remove containers (with their anonymous volumes) and networks labelled with `run_dir` or
+    a directory inside it (any eoschaos run if None); return their names. Inside, because an
+    `eoschaos run` directory keeps its cluster in `cluster/` and a matrix output one cluster per
+    Kafka version: cleaning up the directory a user names must find them all."""
     removed: list[str] = []
-    listed = runtime.run("ps", "-a", "--filter", f"label={label}", "--format", "{{.Names}}")
-    containers = listed.stdout.split()
+    containers = list(_labelled(runtime, CONTAINERS, run_dir))
     for name in containers:
         state = runtime.run("inspect", "--format", "{{.State.Status}}", name, check=False)
         if state.stdout.strip() == "paused":
@@ -529,11 +529,36 @@ def _remove_labelled(runtime: Runtime, run_dir: Path | None) -> list[str]:
     if containers:
         runtime.run("rm", "-f", "-v", *containers, check=False, timeout=300)
         removed += containers
-    networks = runtime.run("network", "ls", "--filter", f"label={label}", "--format", "{{.Name}}")
-    for name in networks.stdout.split():
+    for name in _labelled(runtime, NETWORKS, run_dir):
         if runtime.run("network", "rm", name, check=False).returncode == 0:
             removed.append(name)
     return removed
+
+
+# How to list (with the name's format field) and inspect each kind of object eoschaos labels.
+CONTAINERS = (("ps", "-a"), "{{.Names}}", ("inspect",))
+NETWORKS = (("network", "ls"), "{{.Name}}", ("network", "inspect"))
+
+
+def _labelled(
+    runtime: Runtime, kind: tuple[tuple[str, ...], str, tuple[str, ...]], run_dir: Path | None
+) -> dict[str, Path]:
+    """Name -> run dir of the containers or networks carrying RUN_LABEL whose run dir is
+    `run_dir` or inside it (all of them if None). The runtime's label filter matches exact
+    values only, so the paths are compared here; one removed meanwhile is skipped."""
+    list_cmd, name_field, inspect_cmd = kind
+    listed = runtime.run(*list_cmd, "--filter", f"label={RUN_LABEL}", "--format", name_field)
+    root = run_dir.resolve() if run_dir is not None else None
+    found = {}
+    for name in listed.stdout.split():
+        inspected = runtime.run(*inspect_cmd, name, check=False)
+        items = json.loads(inspected.stdout or "[]") if inspected.returncode == 0 else []
+        for item in items:  # podman and Docker keep the labels in different places
+            labels = (item.get("Config") or {}).get("Labels") or item.get("labels") or {}
+            labelled = labels.get(RUN_LABEL) or (item.get("Labels") or {}).get(RUN_LABEL)
+            if labelled and (root is None or Path(labelled).resolve().is_relative_to(root)):
+                found[name] = Path(labelled)
+    return found
 
 
 def cleanup_containers(run_dir: Path | None = None) -> list[str]:
@@ -542,21 +567,13 @@ def cleanup_containers(run_dir: Path | None = None) -> list[str]:
     runtime = detect_runtime()
     if runtime is None:
         return stop_run_dir(run_dir) if run_dir is not None else []
-    run_dirs = _run_dirs_of_leftovers(runtime) if run_dir is None else {run_dir}
+    # every cluster has exactly one network; its Toxiproxy runs on the host (a pid file)
+    run_dirs = set(_labelled(runtime, NETWORKS, run_dir).values())
+    if run_dir is not None:
+        run_dirs.add(run_dir)
     removed = _remove_labelled(runtime, run_dir)
     for directory in sorted(run_dirs):
         removed += stop_run_dir(directory)
     if run_dir is None and runtime.managed_service and _stop_api_service():
         removed.append("podman-api")
     return removed
-
-
-def _run_dirs_of_leftovers(runtime: Runtime) -> set[Path]:
-    """Run dirs named by the labels of eoschaos' networks (every cluster has exactly one)."""
-    listed = runtime.run("network", "ls", "--filter", f"label={RUN_LABEL}", "--format", "{{.Name}}")
-    names = listed.stdout.split()
-    if not names:
-        return set()
-    inspect = json.loads(runtime.run("network", "inspect", *names).stdout or "[]")
-    labels = [network.get("labels") or network.get("Labels") or {} for network in inspect]
-    return {Path(label[RUN_LABEL]) for label in labels if RUN_LABEL in label}

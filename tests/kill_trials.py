@@ -11,12 +11,18 @@ what a user is left with:
   event to the kill, for writers that were writing when it came and had records left to
   write about (the bound is the writer's flush interval, 0.5 s).
 
+The same for `eoschaos matrix` (matrix_trial): killed, cleaned up, then resumed with the same
+`--out`; the resumed night must judge every cell run exactly once and leave nothing behind.
+With `--backend containers` the leftovers include the run's containers and networks, and an
+address of a network the run itself created counts as its own.
+
 Used by tests/test_kill_trials.py (a few fixed moments in CI, random ones nightly) and by
 scripts/kill_trials.py (many random trials, the figures in docs/benchmarks.md).
 """
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import random
@@ -30,6 +36,10 @@ from pathlib import Path
 
 from commandline import run_eoschaos
 from listening import descendants, is_loopback, listening_addresses, listening_sockets
+
+from eoschaos.clusters.container_runtime import detect_runtime
+from eoschaos.clusters.containers_backend import RUN_LABEL
+from eoschaos.matrix.spec import load_matrix
 
 # A short kip447 eos run with a broker kill: cluster ~15 s, workload 20 s, then final scans,
 # compaction and the check.
@@ -52,39 +62,57 @@ LISTEN_SAMPLE_S = 0.5  # how often the run's processes' listening sockets are re
 
 
 @dataclass
-class Trial:
-    """One kill and what it left."""
+class Kill:
+    """A command started, watched and SIGKILLed: what a trial of any command shares."""
 
     moment: str  # the phase aimed at ("random": a uniform time over the run)
     delay_s: float  # after the phase's progress line (or after start, for "random")
-    run_dir: str
-    phase_hit: str = ""  # the phase the run was in when killed
+    phase_hit: str = ""  # the phase the command was in when killed
     killed_after_s: float = 0.0
-    finished_first: bool = False  # the run ended before the kill came
+    finished_first: bool = False  # the command ended before the kill came
+    killed_wall: float = 0.0
     leftover_processes: list[str] = field(default_factory=list)
+    leftover_containers: list[str] = field(default_factory=list)
     leftover_ports: list[int] = field(default_factory=list)
     cleanup_exit: int | None = None
-    check_exit: int | None = None
-    check_verdict: str | None = None
-    check_complete: bool | None = None
-    check_last_line: str = ""
-    check_traceback: bool = False
-    writer_loss_s: dict[str, float] = field(default_factory=dict)
     listened_on: list[str] = field(default_factory=list)  # every address seen while it ran
+    own_networks: list[str] = field(default_factory=list)  # networks the run itself created
 
     @property
     def ok(self) -> bool:
         return not self.problems()
 
     def problems(self) -> list[str]:
+        """What the kill left or showed: processes, containers, ports, listeners."""
         found = []
         if self.leftover_processes:
             found.append(f"processes left: {self.leftover_processes}")
-        outside = [address for address in self.listened_on if not is_loopback(address)]
+        if self.leftover_containers:
+            found.append(f"containers or networks left: {self.leftover_containers}")
+        outside = [a for a in self.listened_on if not _own_address(a, self.own_networks)]
         if outside:
             found.append(f"listened beyond loopback: {outside}")
         if self.leftover_ports:
             found.append(f"ports still listening: {self.leftover_ports}")
+        if self.cleanup_exit not in (None, 0, 2):  # 2: one line, e.g. nothing was started yet
+            found.append(f"cleanup exited {self.cleanup_exit}")
+        return found
+
+
+@dataclass
+class Trial(Kill):
+    """One kill of `eoschaos run` and what it left."""
+
+    run_dir: str = ""
+    check_exit: int | None = None
+    check_verdict: str | None = None
+    check_complete: bool | None = None
+    check_last_line: str = ""
+    check_traceback: bool = False
+    writer_loss_s: dict[str, float] = field(default_factory=dict)
+
+    def problems(self) -> list[str]:
+        found = super().problems()
         if self.check_traceback:
             found.append(f"the re-check printed a traceback: {self.check_last_line}")
         if self.check_exit == 2 and not self.check_last_line.startswith("eoschaos: error: "):
@@ -101,6 +129,40 @@ class Trial:
         return found
 
 
+@dataclass
+class MatrixTrial(Kill):
+    """One kill of `eoschaos matrix`, its cleanup, and the same night resumed."""
+
+    out: str = ""
+    resume_exit: int | None = None
+    resume_last_line: str = ""
+    resume_traceback: bool = False
+    judged: dict[str, int] = field(default_factory=dict)  # cell run key -> rows
+    expected_keys: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # cell runs the resumed night judged ERROR
+    unmet: list[str] = field(default_factory=list)  # cell runs that missed their expectation
+    killed_attempts: int = 0  # cell run directories moved aside as `<name>.killed-N`
+    left_after_resume: list[str] = field(default_factory=list)
+
+    def problems(self) -> list[str]:
+        found = super().problems()
+        if self.resume_traceback:
+            found.append(f"the resumed matrix printed a traceback: {self.resume_last_line}")
+        if self.resume_exit not in (0, 1):
+            found.append(f"the resumed matrix exited {self.resume_exit}: {self.resume_last_line}")
+        missing = sorted(set(self.expected_keys) - set(self.judged))
+        if missing:
+            found.append(f"cell runs never judged: {missing}")
+        twice = sorted(key for key, rows in self.judged.items() if rows > 1)
+        if twice:
+            found.append(f"cell runs judged twice: {twice}")
+        if self.errors:
+            found.append(f"cell runs in ERROR after the resume: {self.errors}")
+        if self.left_after_resume:
+            found.append(f"left after the resumed matrix: {self.left_after_resume}")
+        return found
+
+
 def run_trial(
     run_dir: Path,
     moment: str,
@@ -111,46 +173,12 @@ def run_trial(
 ) -> Trial:
     """Start `eoschaos run RUN_ARGS --out RUN_DIR`, SIGKILL it `delay_s` after the progress
     line of phase `moment` (or after start, for moment "random"), clean up, re-check."""
-    trial = Trial(moment, round(delay_s, 2), str(run_dir))
+    trial = Trial(moment, round(delay_s, 2), run_dir=str(run_dir))
     ports_before = _listening_ports()
-    started = time.monotonic()
-    child = subprocess.Popen(
-        [sys.executable, "-m", "eoschaos.cli", "run", *run_args, "--out", str(run_dir)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    seen: dict[str, float] = {}  # phase -> when its line came
-    reader = threading.Thread(target=_follow, args=(child, seen, started), daemon=True)
-    reader.start()
-    aim = "cluster start" if moment == "random" else moment
-    listened: set[str] = set()
-    sampled = 0.0
-    while child.poll() is None and time.monotonic() - started < deadline_s:
-        if aim in seen and time.monotonic() - started >= seen[aim] + delay_s:
-            break
-        if time.monotonic() - sampled > LISTEN_SAMPLE_S:
-            sampled = time.monotonic()
-            for addresses in listening_addresses([child.pid, *descendants(child.pid)]).values():
-                listened.update(addresses)
-        time.sleep(0.02)
-    trial.listened_on = sorted(listened)
-    if child.poll() is None:
-        child.send_signal(signal.SIGKILL)
-        killed_wall = time.time()
-        trial.killed_after_s = round(time.monotonic() - started, 2)
-    else:
-        trial.finished_first = True
-        killed_wall = time.time()
-    child.wait()
-    reader.join(timeout=5)
-    trial.phase_hit = max(seen, key=seen.get) if seen else "before any progress"
-    trial.writer_loss_s = _writer_loss(run_dir, killed_wall, _records(run_args))
-    cleanup = run_eoschaos("cleanup", str(run_dir), env=env)
-    trial.cleanup_exit = cleanup.returncode
-    trial.leftover_processes = _await_leftovers(run_dir)
-    trial.leftover_ports = sorted(_listening_ports() - ports_before)
+    command = ["run", *run_args, "--out", str(run_dir)]
+    _start_and_kill(trial, command, _run_phase, run_dir, env, deadline_s)
+    trial.writer_loss_s = _writer_loss(run_dir, trial.killed_wall, _records(run_args))
+    _clean_up(trial, run_dir, ports_before, env)
     check = run_eoschaos("check", str(run_dir), env=env)
     lines = check.stderr.strip().splitlines()
     trial.check_exit = check.returncode
@@ -163,35 +191,217 @@ def run_trial(
     return trial
 
 
+def matrix_trial(
+    out: Path,
+    matrix_file: Path,
+    delay_s: float,
+    env: dict[str, str] | None = None,
+    deadline_s: float = 1800.0,
+) -> MatrixTrial:
+    """Start `eoschaos matrix FILE --out OUT`, SIGKILL it `delay_s` after start, clean up
+    (`eoschaos cleanup OUT`), then run the same command again: the resumed night."""
+    trial = MatrixTrial("random", round(delay_s, 2), out=str(out))
+    trial.expected_keys = [run.key for run in load_matrix(matrix_file)]
+    ports_before = _listening_ports()
+    command = ["matrix", str(matrix_file), "--out", str(out)]
+    _start_and_kill(trial, command, _matrix_phase, out, env, deadline_s)
+    _clean_up(trial, out, ports_before, env)
+    resumed = subprocess.run(
+        [sys.executable, "-m", "eoschaos.cli", *command],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=deadline_s,
+        check=False,
+    )
+    lines = resumed.stderr.strip().splitlines()
+    trial.resume_exit = resumed.returncode
+    trial.resume_last_line = lines[-1] if lines else ""
+    trial.resume_traceback = "Traceback (most recent call last)" in resumed.stderr
+    rows = _results(out)
+    for row in rows:
+        trial.judged[row["key"]] = trial.judged.get(row["key"], 0) + 1
+    trial.errors = [row["key"] for row in rows if row.get("verdict") == "ERROR"]
+    trial.unmet = [row["key"] for row in rows if not row.get("met_expectation")]
+    trial.killed_attempts = len(list(out.glob("runs/*.killed-*")))
+    trial.left_after_resume = _await_leftovers(out) + containers_of(out)
+    return trial
+
+
+def _start_and_kill(
+    kill: Kill,
+    command: list[str],
+    phase_of,
+    directory: Path,
+    env: dict[str, str] | None,
+    deadline_s: float,
+) -> None:
+    """Run `eoschaos COMMAND` (its output in `directory`), sampling what its processes listen
+    on, and SIGKILL it at the kill's moment; fill in when, in which phase and what it listened
+    on. An address off loopback may be the run's own network's: those are read when seen."""
+    started = time.monotonic()
+    child = subprocess.Popen(
+        [sys.executable, "-m", "eoschaos.cli", *command],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    seen: dict[str, float] = {}  # phase -> when its line came
+    reader = threading.Thread(target=_follow, args=(child, phase_of, seen, started), daemon=True)
+    reader.start()
+    aim = None if kill.moment == "random" else kill.moment
+    listened: set[str] = set()
+    sampled = 0.0
+    while child.poll() is None and time.monotonic() - started < deadline_s:
+        since = seen.get(aim, float("inf")) if aim is not None else 0.0
+        if time.monotonic() - started >= since + kill.delay_s:
+            break
+        if time.monotonic() - sampled > LISTEN_SAMPLE_S:
+            sampled = time.monotonic()
+            for addresses in listening_addresses([child.pid, *descendants(child.pid)]).values():
+                if any(not _own_address(a, kill.own_networks) for a in set(addresses) - listened):
+                    kill.own_networks = sorted({*kill.own_networks, *_networks_of(directory)})
+                listened.update(addresses)
+        time.sleep(0.02)
+    if child.poll() is None:
+        child.send_signal(signal.SIGKILL)
+        kill.killed_after_s = round(time.monotonic() - started, 2)
+    else:
+        kill.finished_first = True
+    kill.killed_wall = time.time()
+    child.wait()
+    reader.join(timeout=5)
+    kill.listened_on = sorted(listened)
+    kill.phase_hit = max(seen, key=seen.get) if seen else "before any progress"
+
+
+def _clean_up(kill: Kill, directory: Path, ports_before: set[int], env) -> None:
+    """`eoschaos cleanup DIR`, then what is left: processes, containers, new listening ports;
+    and the networks the run made (read before cleanup removes them, if still there)."""
+    kill.own_networks = sorted({*kill.own_networks, *_networks_of(directory)})
+    cleanup = run_eoschaos("cleanup", str(directory), env=env)
+    kill.cleanup_exit = cleanup.returncode
+    kill.leftover_processes = _await_leftovers(directory)
+    kill.leftover_containers = containers_of(directory)
+    kill.leftover_ports = sorted(_listening_ports() - ports_before)
+
+
 def random_trial(run_dir: Path, rng: random.Random, run_seconds: float, **kwargs) -> Trial:
     """A kill at a uniform moment over a whole run of `run_seconds` (start to report)."""
     return run_trial(run_dir, "random", rng.uniform(0, run_seconds), **kwargs)
 
 
-def summary(trials: list[Trial]) -> dict:
+def summary(trials: list[Trial] | list[MatrixTrial]) -> dict:
     hits: dict[str, int] = {}
     for trial in trials:
         hits[trial.phase_hit] = hits.get(trial.phase_hit, 0) + 1
-    losses = [s for trial in trials for s in trial.writer_loss_s.values()]
+    losses = [s for trial in trials for s in getattr(trial, "writer_loss_s", {}).values()]
+    exits = {t.check_exit if isinstance(t, Trial) else t.resume_exit for t in trials}
     return {
         "trials": len(trials),
         "phases_hit": hits,
         "with_problems": sum(not trial.ok for trial in trials),
         "leftover_processes": sum(len(trial.leftover_processes) for trial in trials),
+        "leftover_containers": sum(len(trial.leftover_containers) for trial in trials),
         "leftover_ports": sum(len(trial.leftover_ports) for trial in trials),
-        "check_exits": sorted({t.check_exit for t in trials if t.check_exit is not None}),
+        "exits": sorted(code for code in exits if code is not None),
         "max_writer_loss_s": max(losses, default=0.0),
-        "problems": {trial.run_dir: trial.problems() for trial in trials if not trial.ok},
+        "problems": {_where(trial): trial.problems() for trial in trials if not trial.ok},
         "runs": [asdict(trial) for trial in trials],
     }
 
 
-def _follow(child: subprocess.Popen, seen: dict[str, float], started: float) -> None:
+def _where(trial: Trial | MatrixTrial) -> str:
+    return trial.run_dir if isinstance(trial, Trial) else trial.out
+
+
+def _follow(child: subprocess.Popen, phase_of, seen: dict[str, float], started: float) -> None:
     assert child.stderr is not None
     for line in child.stderr:
-        for phase, start in PHASES:
-            if line.startswith(start) and phase not in seen:
-                seen[phase] = time.monotonic() - started
+        phase = phase_of(line)
+        if phase is not None and phase not in seen:
+            seen[phase] = time.monotonic() - started
+
+
+def _run_phase(line: str) -> str | None:
+    """The phase of `eoschaos run` a progress line starts, if it starts one."""
+    return next((phase for phase, start in PHASES if line.startswith(start)), None)
+
+
+def _matrix_phase(line: str) -> str | None:
+    """`eoschaos matrix`: a cell run's recording starts at "cell run KEY: X expected" and ends
+    at its verdict line "cell run KEY: VERDICT"; before the first, the shared cluster starts."""
+    if line.startswith("[eoschaos] matrix "):
+        return "cluster start"
+    if not line.startswith("[eoschaos] cell run "):
+        return None
+    key, _, rest = line.removeprefix("[eoschaos] cell run ").partition(": ")
+    return f"recording {key}" if rest.rstrip().endswith("expected") else f"judged {key}"
+
+
+def _results(out: Path) -> list[dict]:
+    rows = []
+    path = out / "results.jsonl"
+    for line in path.read_text().splitlines() if path.exists() else []:
+        try:
+            rows.append(json.loads(line))
+        except ValueError:
+            continue  # a line cut short by the kill: the resumed night judges that run again
+    return rows
+
+
+def containers_of(directory: Path) -> list[str]:
+    """Containers and networks labelled with a run dir inside `directory` (none without a
+    container runtime)."""
+    runtime = detect_runtime()
+    if runtime is None:
+        return []
+    found = []
+    for kind, name_field in ((("ps", "-a"), "{{.Names}}"), (("network", "ls"), "{{.Name}}")):
+        listed = runtime.run(*kind, "--filter", f"label={RUN_LABEL}", "--format", name_field)
+        found += [name for name in listed.stdout.split() if _labelled_within(name, directory)]
+    return found
+
+
+def _labelled_within(name: str, directory: Path) -> bool:
+    runtime = detect_runtime()
+    assert runtime is not None
+    for inspect in (("inspect", "--type", "container"), ("network", "inspect")):
+        shown = runtime.run(*inspect, name, check=False)
+        if shown.returncode == 0:
+            items = json.loads(shown.stdout or "[]")
+            for item in items:
+                labels = (item.get("Config") or {}).get("Labels") or item.get("labels") or {}
+                labelled = labels.get(RUN_LABEL) or (item.get("Labels") or {}).get(RUN_LABEL)
+                if labelled and Path(labelled).resolve().is_relative_to(directory.resolve()):
+                    return True
+    return False
+
+
+def _networks_of(directory: Path) -> list[str]:
+    """The subnets of the container networks the run created (labelled within `directory`)."""
+    runtime = detect_runtime()
+    if runtime is None:
+        return []
+    listed = runtime.run("network", "ls", "--filter", f"label={RUN_LABEL}", "--format", "{{.Name}}")
+    subnets = []
+    for name in listed.stdout.split():
+        if not _labelled_within(name, directory):
+            continue
+        for item in json.loads(runtime.run("network", "inspect", name).stdout or "[]"):
+            podman = [entry["subnet"] for entry in item.get("subnets") or []]
+            docker = [entry["Subnet"] for entry in (item.get("IPAM") or {}).get("Config") or []]
+            subnets += podman + docker
+    return subnets
+
+
+def _own_address(address: str, own_networks: list[str]) -> bool:
+    """Loopback, or an address of a network the run itself created."""
+    if is_loopback(address):
+        return True
+    ip = ipaddress.ip_address(address.rsplit(":", 1)[0])
+    return any(ip in ipaddress.ip_network(subnet) for subnet in own_networks)
 
 
 def _writer_loss(run_dir: Path, killed_wall: float, records: int | None) -> dict[str, float]:

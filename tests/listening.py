@@ -35,11 +35,17 @@ def address_of(hex_address: str) -> str:
     return f"{ip}:{int(port, 16)}"
 
 
-def listening_sockets() -> list[tuple[str, str]]:
-    """(address, socket inode) of every listening TCP socket on the machine (IPv4 and IPv6)."""
+def listening_sockets(pid: int | None = None) -> list[tuple[str, str]]:
+    """(address, socket inode) of every listening TCP socket (IPv4 and IPv6) in this process's
+    network namespace, or in that of `pid` (a container's is its own)."""
     found = []
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        for line in Path(table).read_text().splitlines()[1:]:
+    net = Path(f"/proc/{pid}/net") if pid is not None else Path("/proc/net")
+    for table in (net / "tcp", net / "tcp6"):
+        try:
+            lines = table.read_text().splitlines()[1:]
+        except OSError:
+            continue  # the process is gone
+        for line in lines:
             fields = line.split()
             if fields[3] == LISTEN:
                 found.append((address_of(fields[1]), fields[9]))
@@ -47,12 +53,20 @@ def listening_sockets() -> list[tuple[str, str]]:
 
 
 def listening_addresses(pids: list[int]) -> dict[int, list[str]]:
-    """pid -> the addresses its TCP sockets listen on (IPv4 and IPv6)."""
-    inodes = {inode: pid for pid in pids for inode in _socket_inodes(pid)}
+    """pid -> the addresses its TCP sockets listen on (IPv4 and IPv6), each read in the
+    process's own network namespace."""
+    by_namespace: dict[str, list[int]] = {}
+    for pid in pids:
+        try:
+            by_namespace.setdefault(os.readlink(f"/proc/{pid}/ns/net"), []).append(pid)
+        except OSError:
+            continue  # the process is gone
     found: dict[int, list[str]] = {}
-    for address, inode in listening_sockets():
-        if inode in inodes:
-            found.setdefault(inodes[inode], []).append(address)
+    for members in by_namespace.values():
+        inodes = {inode: pid for pid in members for inode in _socket_inodes(pid)}
+        for address, inode in listening_sockets(members[0]):
+            if inode in inodes:
+                found.setdefault(inodes[inode], []).append(address)
     return found
 
 

@@ -7,6 +7,7 @@ only where no container runtime can be set up (scripts/setup_podman.sh sets podm
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import signal
 import socket
@@ -21,6 +22,8 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
+from kill_trials import RUN_ARGS, run_trial
+from listening import is_loopback, listening_addresses, listening_sockets
 from quorum import new_leader_of, until
 
 from eoschaos.chaos import faults
@@ -169,6 +172,27 @@ def test_clients_and_peers_reach_nodes_only_through_proxies(cluster):
         cluster.gateway,
     }
     assert all(p["upstream"].startswith("127.0.0.1:") for p in proxies.values())
+
+
+def test_every_socket_of_the_cluster_listens_on_loopback_or_on_the_network_it_made(cluster):
+    """Toxiproxy and its API on the host, each broker in its container's own namespace, and
+    whatever the runtime listens with on the host for the published ports: each is bound to
+    loopback or to an address of the cluster's own network (its gateway, its nodes)."""
+    nodes = {n: cluster.node_pid(n) for n in cluster.spec.node_ids}
+    host = {process.name: process.pid for process in processes.still_alive(cluster.pid_dir)}
+    listening = listening_addresses([*host.values(), *nodes.values()])
+    assert all(listening.get(pid) for pid in nodes.values()), "every broker must be seen"
+    assert listening.get(host["toxiproxy"]), "Toxiproxy and its API must be seen"
+    published = {port for node in cluster.plan.nodes.values() for port in node.real.values()}
+    forwarders = [a for a, _ in listening_sockets() if int(a.rsplit(":", 1)[1]) in published]
+    seen = [address for addresses in listening.values() for address in addresses] + forwarders
+    outside = [
+        address
+        for address in seen
+        if not is_loopback(address)
+        and ipaddress.ip_address(address.rsplit(":", 1)[0]) not in cluster.subnet
+    ]
+    assert outside == []
 
 
 def test_transactions_commit_and_abort_under_read_committed(cluster):
@@ -399,17 +423,35 @@ def test_subnet_in_use_names_the_fix_and_leaves_nothing(module_cluster, runtime,
     assert _leftovers(runtime, tmp_path / "run") == []
 
 
-def test_cleanup_removes_a_crashed_runs_containers_network_and_toxiproxy(runtime, image, tmp_path):
-    """A run whose harness died without stop(): cleanup finds it by label alone."""
+def test_cleanup_of_a_killed_runs_directory_removes_its_clusters_containers_and_no_other(
+    module_cluster, runtime, image, tmp_path
+):
+    """A run whose harness died without stop(): `eoschaos cleanup RUN_DIR` names the run's
+    directory, and the cluster lives inside it (`RUN_DIR/cluster`, as `eoschaos run` lays it
+    out). Cleanup finds it by label alone and leaves other runs' clusters alone."""
     run_dir = tmp_path / "crashed"
     cluster = ContainerCluster(
-        run_dir, ClusterSpec(brokers=1), kafka_dist.resolve(), image, progress=_quiet
+        run_dir / "cluster", ClusterSpec(brokers=1), kafka_dist.resolve(), image, progress=_quiet
     )
     cluster.start()
-    assert _leftovers(runtime, run_dir)
+    assert _leftovers(runtime, run_dir / "cluster")
     removed = cleanup_containers(run_dir)
     assert cluster.container_name(1) in removed and "toxiproxy" in removed
-    assert _leftovers(runtime, run_dir) == []
+    assert _leftovers(runtime, run_dir / "cluster") == []
+    assert all(module_cluster.node_alive(node_id) for node_id in module_cluster.spec.node_ids)
+
+
+@pytest.mark.chaos
+def test_a_containers_run_killed_mid_workload_leaves_nothing_after_cleanup(image, tmp_path):
+    """`eoschaos run --backend containers` SIGKILLed mid-run (a CI job's timeout), then
+    `eoschaos cleanup RUN_DIR`: no container, network, process or port of it is left, it
+    listened only on loopback and its own network, and the re-check never reads as PASS."""
+    run_args = [*RUN_ARGS, "--backend", "containers", "--image", image]
+    trial = run_trial(tmp_path / "run", "workload", 6.0, run_args)
+    assert not trial.finished_first and trial.phase_hit == "workload"
+    assert trial.own_networks, "the run's own network must have been seen"
+    assert trial.problems() == [], trial
+    assert (trial.check_verdict, trial.check_complete) in (("UNKNOWN", False), ("FAIL", False))
 
 
 _START_AND_WAIT = """

@@ -3,14 +3,20 @@
 nothing of it is left running or listening afterwards. The re-check is a verdict or one line
 (an unfinished run never reads as PASS). The killed process's writers lost no more history
 than their flush interval. CI kills at one moment of each phase; nightly adds kills at random
-moments. scripts/kill_trials.py runs many and prints the figures."""
+moments, and kills of `eoschaos matrix` at random moments followed by the resumed night.
+scripts/kill_trials.py runs many and prints the figures. The containers backend's kill trial is
+in tests/test_containers.py, with the runtime and the image."""
 
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pytest
-from kill_trials import RUN_ARGS, RUN_SECONDS, random_trial, run_trial
+from kill_trials import RUN_ARGS, RUN_SECONDS, matrix_trial, random_trial, run_trial
+
+CI_MATRIX = Path(__file__).resolve().parent.parent / "chaos" / "matrices" / "ci.toml"
+MATRIX_SECONDS = 115.0  # eoschaos matrix ci.toml, start to index, on the 2-core machine
 
 
 def assert_nothing_lost_or_left(trial) -> None:
@@ -41,3 +47,14 @@ def test_a_run_killed_during_a_phase_leaves_nothing_and_never_reads_as_pass(
 def test_a_run_killed_at_a_random_moment_leaves_nothing_and_never_reads_as_pass(tmp_path, seed):
     trial = random_trial(tmp_path / "run", random.Random(seed), RUN_SECONDS, run_args=RUN_ARGS)
     assert_nothing_lost_or_left(trial)
+
+
+@pytest.mark.cluster
+@pytest.mark.chaos
+@pytest.mark.parametrize("seed", range(3))
+def test_a_matrix_killed_at_a_random_moment_resumes_every_cell_run_once_leaving_nothing(
+    tmp_path, seed
+):
+    delay_s = random.Random(seed).uniform(0, MATRIX_SECONDS)
+    trial = matrix_trial(tmp_path / "night", CI_MATRIX, delay_s)
+    assert_nothing_lost_or_left(trial)  # every cell run judged once after the resume, too
