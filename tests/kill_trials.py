@@ -9,7 +9,8 @@ what a user is left with:
 - every address a process of the run listened on while it ran (sampled): loopback only;
 - how much history each writer of the killed process lost: the time from its last recorded
   event to the kill, for writers that were writing when it came and had records left to
-  write about (the bound is the writer's flush interval, 0.5 s).
+  write about (the bound is the writer's flush interval, 0.5 s). The observer counts only if
+  an instance committed output it had time to read: otherwise it was idle, not losing.
 
 The same for `eoschaos matrix` (matrix_trial): killed, cleaned up, then resumed with the same
 `--out`; the resumed night must judge every cell run exactly once and leave nothing behind.
@@ -56,6 +57,9 @@ PHASES = [
     ("checking", "[eoschaos] checking the history"),
 ]
 ACTIVE_WITHIN_S = 1.0  # a writer with an event this close to the kill was writing when it came
+# a commit this long before the kill had time to be read and flushed: the flush interval
+# (0.5 s) and the observer's poll (0.2 s)
+READ_S = 0.75
 LEFTOVER_GRACE_S = 15.0  # orphans that watch their parent exit on their own within this
 IN_PROCESS_WRITERS = ("seeder", "observer", "nemesis")
 LISTEN_SAMPLE_S = 0.5  # how often the run's processes' listening sockets are read
@@ -417,8 +421,27 @@ def _writer_loss(run_dir: Path, killed_wall: float, records: int | None) -> dict
             continue
         if records is not None and len(_ids(path)) >= records:
             continue
+        if writer == "observer" and not _output_committed(run_dir, last, killed_wall - READ_S):
+            continue  # quiet because nothing new was committed for it to read
         loss[writer] = round(max(0.0, killed_wall - last), 3)
     return loss
+
+
+def _output_committed(run_dir: Path, since: float, until: float) -> bool:
+    """Whether an instance committed a transaction between `since` and `until`, by the
+    instances' own histories (other processes: the kill does not cut them short). The observer
+    reads committed output only, so without a commit it has nothing to record: its quiet time
+    is idleness, not loss."""
+    for path in (run_dir / "history").glob("processor-*.jsonl"):
+        for line in path.read_bytes().splitlines():
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue  # a cut-short last line
+            committed = event.get("f") == "commit" and event.get("type") == "ok"
+            if committed and since < event.get("time", 0) < until:
+                return True
+    return False
 
 
 def _records(run_args: list[str]) -> int | None:
