@@ -355,48 +355,43 @@ def _results(out: Path) -> list[dict]:
     return rows
 
 
+# How to list (with the name's format field) and inspect each kind of object a run labels.
+CONTAINERS = (("ps", "-a"), "{{.Names}}", ("inspect", "--type", "container"))
+NETWORKS = (("network", "ls"), "{{.Name}}", ("network", "inspect"))
+
+
 def containers_of(directory: Path) -> list[str]:
     """Containers and networks labelled with a run dir inside `directory` (none without a
     container runtime)."""
+    return [name for kind in (CONTAINERS, NETWORKS) for name in _labelled_within(directory, kind)]
+
+
+def _labelled_within(directory: Path, kind) -> dict[str, dict]:
+    """Name -> inspected object, of the objects of `kind` labelled with a run dir inside
+    `directory`: one listing, one inspection per labelled object."""
     runtime = detect_runtime()
     if runtime is None:
-        return []
-    found = []
-    for kind, name_field in ((("ps", "-a"), "{{.Names}}"), (("network", "ls"), "{{.Name}}")):
-        listed = runtime.run(*kind, "--filter", f"label={RUN_LABEL}", "--format", name_field)
-        found += [name for name in listed.stdout.split() if _labelled_within(name, directory)]
+        return {}
+    list_cmd, name_field, inspect_cmd = kind
+    listed = runtime.run(*list_cmd, "--filter", f"label={RUN_LABEL}", "--format", name_field)
+    found = {}
+    for name in listed.stdout.split():
+        shown = runtime.run(*inspect_cmd, name, check=False)
+        for item in json.loads(shown.stdout or "[]") if shown.returncode == 0 else []:
+            labels = (item.get("Config") or {}).get("Labels") or item.get("labels") or {}
+            labelled = labels.get(RUN_LABEL) or (item.get("Labels") or {}).get(RUN_LABEL)
+            if labelled and Path(labelled).resolve().is_relative_to(directory.resolve()):
+                found[name] = item
     return found
-
-
-def _labelled_within(name: str, directory: Path) -> bool:
-    runtime = detect_runtime()
-    assert runtime is not None
-    for inspect in (("inspect", "--type", "container"), ("network", "inspect")):
-        shown = runtime.run(*inspect, name, check=False)
-        if shown.returncode == 0:
-            items = json.loads(shown.stdout or "[]")
-            for item in items:
-                labels = (item.get("Config") or {}).get("Labels") or item.get("labels") or {}
-                labelled = labels.get(RUN_LABEL) or (item.get("Labels") or {}).get(RUN_LABEL)
-                if labelled and Path(labelled).resolve().is_relative_to(directory.resolve()):
-                    return True
-    return False
 
 
 def _networks_of(directory: Path) -> list[str]:
     """The subnets of the container networks the run created (labelled within `directory`)."""
-    runtime = detect_runtime()
-    if runtime is None:
-        return []
-    listed = runtime.run("network", "ls", "--filter", f"label={RUN_LABEL}", "--format", "{{.Name}}")
     subnets = []
-    for name in listed.stdout.split():
-        if not _labelled_within(name, directory):
-            continue
-        for item in json.loads(runtime.run("network", "inspect", name).stdout or "[]"):
-            podman = [entry["subnet"] for entry in item.get("subnets") or []]
-            docker = [entry["Subnet"] for entry in (item.get("IPAM") or {}).get("Config") or []]
-            subnets += podman + docker
+    for item in _labelled_within(directory, NETWORKS).values():
+        podman = [entry["subnet"] for entry in item.get("subnets") or []]
+        docker = [entry["Subnet"] for entry in (item.get("IPAM") or {}).get("Config") or []]
+        subnets += podman + docker
     return subnets
 
 
