@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 
+from eoschaos.contract.rundir import write_manifest
 from eoschaos.matrix.index import render_index
 from eoschaos.matrix.nights import previous_nights, trends, version_changes
+from eoschaos.matrix.runner import versions_in_play
 
 
 def row(cell: str, met: bool, seed: int = 1, **extra) -> dict:
@@ -62,3 +64,18 @@ def test_the_index_marks_the_regression_and_lists_what_was_not_run():
     assert "<li class='regression'>a on Kafka 4.3.1: newly unmet" in page
     assert "b@4.3.1#s1" in page[page.index("id='not-run'") :]
     assert "href='runs/a/report.html'" in page
+
+
+def test_a_streams_cell_run_names_its_java_client_among_the_versions_compared(tmp_path):
+    manifest = {"kafka_version": "4.3.1", "client_version": "3.9.2", "versions": {"spark": "4"}}
+    write_manifest(tmp_path, manifest)
+    versions = versions_in_play(tmp_path)
+    assert versions["kafka_client"] == "3.9.2" and versions["kafka"] == "4.3.1"
+    tonight = [row("s", True, versions=versions)]
+    earlier = [[row("s", True, versions={**versions, "kafka_client": "4.3.1"})]]
+    assert version_changes(tonight, earlier) == ["kafka_client 4.3.1 → 3.9.2"]
+
+
+def test_a_cell_run_without_a_java_client_names_none(tmp_path):
+    write_manifest(tmp_path, {"kafka_version": "4.3.1", "versions": {"librdkafka": "2.12.1"}})
+    assert "kafka_client" not in versions_in_play(tmp_path)

@@ -147,16 +147,20 @@ def _run_cell(
         "met_expectation": met,
         "failed": failed,
         "report": str((run_dir / REPORT_FILE).relative_to(out)),
-        "versions": _versions_in_play(run_dir),
+        "versions": versions_in_play(run_dir),
     }
 
 
-def _versions_in_play(run_dir: Path) -> dict[str, str]:
+def versions_in_play(run_dir: Path) -> dict[str, str]:
+    """A cell run's versions, compared between nights. The Java client a Streams app was built
+    against is named apart from the cluster's Kafka: it decides the transaction protocol."""
     manifest = read_manifest(run_dir)
     cluster = manifest.get("cluster") or {}
+    client = {"kafka_client": manifest["client_version"]} if "client_version" in manifest else {}
     return {
         **manifest.get("versions", {}),
         "kafka": manifest.get("kafka_version", ""),
+        **client,
         "transaction_version": str(cluster.get("transaction_version", "")),
     }
 
