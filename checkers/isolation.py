@@ -70,8 +70,10 @@ def offset_findings(history: History, census: Census) -> DataFrame:
         # The window below needs each topic-partition whole and in offset order, so the reads
         # are shuffled and sorted that way once; grouping by offset then streams over the
         # sorted rows (a sort aggregate: first() is order-sensitive, so the sort is kept).
+        # (pk, place) in this order throughout: the aggregate's output is then already in the
+        # window's order, where (place, pk) made Spark sort every offset's row a second time.
         .repartition("pk")
-        .sortWithinPartitions("place", "pk")
+        .sortWithinPartitions("pk", "place")
     )
     by_reader = []
     for index in range(len(names)):
@@ -81,7 +83,7 @@ def offset_findings(history: History, census: Census) -> DataFrame:
             F.min(F.when(mine, F.col("time"))).alias(f"t{index}"),
             F.first(F.when(mine, F.col("id")), ignorenulls=True).alias(f"id{index}"),
         ]
-    per_offset = reads.groupBy("place", "pk").agg(
+    per_offset = reads.groupBy("pk", "place").agg(
         F.min("id").alias("id_min"), F.max("id").alias("id_max"), *by_reader
     )
     before = Window.partitionBy("pk").orderBy("place").rowsBetween(Window.unboundedPreceding, -1)
