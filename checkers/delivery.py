@@ -46,43 +46,55 @@ def _at(place_column: str) -> Column:
     )
 
 
+# Where a row of the delivery pass comes from: every row is (id, source, place, kept), so the
+# shuffle carries four narrow columns instead of one mostly-null column per source's field.
+SENT, ACKED, INPUT, OUTPUT = 0, 1, 2, 3
+
+
 def delivery_findings(history: History) -> DataFrame:
     """Anomaly rows of the delivery checks."""
+    acked = F.col("type") == "ok"
     sends = history.kind("send").select(
         "id",
-        F.lit(1).alias("sent"),
-        (F.col("type") == "ok").cast("int").alias("acked"),
-        F.when(F.col("type") == "ok", place()).alias("ack_place"),
+        F.when(acked, ACKED).otherwise(SENT).cast("byte").alias("source"),
+        F.when(acked, place()).alias("place"),
+        F.lit(False).alias("kept"),
     )
     final_scan = history.kind("read").filter(F.col("process") == FINAL_COMMITTED)
     # `kept`: the reader kept this copy as it was (a repeat of an id: a duplicate's copy)
-    kept = F.col("params").isNotNull().cast("int")
-    inputs = final_scan.filter(F.col("topic") == history.input_topic).select(
-        "id", place().alias("in_place"), kept.alias("in_kept")
-    )
-    outputs = final_scan.filter(F.col("topic") == history.output_topic).select(
-        "id", place().alias("out_place"), kept.alias("out_kept")
-    )
+    scanned = final_scan.select(
+        "id",
+        F.when(F.col("topic") == history.input_topic, INPUT)
+        .when(F.col("topic") == history.output_topic, OUTPUT)
+        .cast("byte")
+        .alias("source"),
+        place().alias("place"),
+        F.col("params").isNotNull().alias("kept"),
+    ).filter(F.col("source").isNotNull())
+
+    def of(source: int, value: Column | str) -> Column:
+        return F.when(F.col("source") == source, value)
+
+    in_place, out_place = of(INPUT, F.col("place")), of(OUTPUT, F.col("place"))
     per_id = (
-        sends.unionByName(inputs, allowMissingColumns=True)
-        .unionByName(outputs, allowMissingColumns=True)
+        sends.unionByName(scanned)
         # Sorted by id, the grouping streams (a sort aggregate, kept by the order-sensitive
         # first()) instead of probing a hash map of millions of ids that does not fit a cache.
         .repartition("id")
         .sortWithinPartitions("id")
         .groupBy("id")
         .agg(
-            F.max("sent").alias("sent"),
-            F.max("acked").alias("acked"),
-            F.first("ack_place", ignorenulls=True).alias("ack_place"),
-            F.count("in_place").alias("in_n"),
-            F.min("in_place").alias("in_first"),
-            F.max("in_place").alias("in_last"),
-            F.count("out_place").alias("out_n"),
-            F.min("out_place").alias("out_first"),
-            F.max("out_place").alias("out_last"),
-            F.max("in_kept").alias("in_kept"),
-            F.max("out_kept").alias("out_kept"),
+            F.max(F.when(F.col("source") <= ACKED, 1)).alias("sent"),
+            F.max(of(ACKED, 1).otherwise(of(SENT, 0))).alias("acked"),  # null: never sent
+            F.first(of(ACKED, F.col("place")), ignorenulls=True).alias("ack_place"),
+            F.count(in_place).alias("in_n"),
+            F.min(in_place).alias("in_first"),
+            F.max(in_place).alias("in_last"),
+            F.count(out_place).alias("out_n"),
+            F.min(out_place).alias("out_first"),
+            F.max(out_place).alias("out_last"),
+            F.max(of(INPUT, F.col("kept").cast("int"))).alias("in_kept"),
+            F.max(of(OUTPUT, F.col("kept").cast("int"))).alias("out_kept"),
         )
         .withColumn("exists", (F.col("acked") == 1) | (F.col("in_n") > 0))
     )

@@ -82,7 +82,8 @@ def check_run(
     if "isolation.aborted-read" in applicable:
         txns = transaction_table(history).cache()
         txn_stats = transaction_stats(txns)
-        txn_reads = transaction_reads(history, txns)
+        # Two checks read it: cached, the reads are joined and aggregated once, not twice
+        txn_reads = transaction_reads(history, txns).cache()
         drained = census.drained(history.output_topic) if census.has_final_committed else []
         parts += [
             isolation.transaction_read_findings(txn_reads, drained),
@@ -92,6 +93,7 @@ def check_run(
     run_timeline = timeline(history, census, txns)
     if txns is not None:
         txns.unpersist()
+        txn_reads.unpersist()
     tallies.update(liveness.liveness_tallies(census, history.input_topic, max_examples))
     if "aggregate.mismatch" in applicable:
         tallies.update(aggregates.aggregate_tallies(history, census, max_examples))
