@@ -27,7 +27,7 @@ from listening import is_loopback, listening_addresses, listening_sockets
 from quorum import new_leader_of, until
 
 from eoschaos.chaos import faults
-from eoschaos.clusters import admin, kafka_dist, processes
+from eoschaos.clusters import admin, kafka_dist, packet_drop, processes
 from eoschaos.clusters.broker_config import ClusterSpec
 from eoschaos.clusters.container_runtime import (
     NO_RUNTIME_FIX,
@@ -39,7 +39,8 @@ from eoschaos.clusters.container_runtime import (
 from eoschaos.clusters.containers_backend import RUN_LABEL, ContainerCluster, cleanup_containers
 from eoschaos.clusters.images import build_image
 from eoschaos.contract.errors import EoschaosError
-from eoschaos.contract.rundir import CLUSTER_FILE
+from eoschaos.contract.history import NEMESIS
+from eoschaos.contract.rundir import CLUSTER_FILE, HISTORY_DIR
 from eoschaos.workloads.smoke import create_topic, run_smoke
 
 pytestmark = pytest.mark.cluster
@@ -361,6 +362,30 @@ def test_alos_pipeline_fails_with_duplicates_under_kill_and_crash_in_containers(
     assert verdict["verdict"] == "FAIL"
     assert duplicate["verdict"] == "FAIL" and duplicate["count"] > 0 and duplicate["examples"]
     assert verdict["cluster"]["backend"] == "containers"
+
+
+@pytest.mark.chaos  # nightly: a run on a cluster of its own; CI strands a commit on processes
+@pytest.mark.skipif(packet_drop.unavailable() is not None, reason=f"{packet_drop.unavailable()}")
+def test_stale_endtxn_strands_commits_and_lets_them_land_late_in_containers(
+    image, tmp_path, eoschaos
+):
+    """The strand works on the clients' side of the proxies, which are on the host whichever
+    backend runs the brokers: on containers too an EndTxn is held until its client gives up,
+    then lands into whatever the client does next."""
+    run_dir = tmp_path / "run"
+    args = ["--backend", "containers", "--image", image, "--faults", "stale-endtxn"]
+    args += ["--duration", "45", "--records", "20000", "--seed", "1", "--out", str(run_dir)]
+    done = eoschaos("run", *args)
+    assert done.returncode in (0, 1), done.stderr  # PASS, or FAIL where a stale commit harmed
+    rows = (run_dir / HISTORY_DIR / f"{NEMESIS}.jsonl").read_text().splitlines()
+    events = [json.loads(row) for row in rows]
+    healed = [
+        json.loads(e["params"]) for e in events if (e["f"], e["type"]) == ("stale-endtxn", "ok")
+    ]
+    landed = [p for p in healed if p["bytes_released_late"] and p["released"] == "client gave up"]
+    assert landed, healed
+    assert all("landed_after_release_s" in p and len(p["held_for_brokers"]) == 1 for p in landed)
+    assert json.loads((run_dir / "verdict.json").read_text())["cluster"]["backend"] == "containers"
 
 
 # ----------------------------------------------------------------------------- bad input
