@@ -28,6 +28,7 @@ from eoschaos.clusters.base import Cluster
 from eoschaos.clusters.broker_config import ClusterSpec
 from eoschaos.clusters.log_dump import record_log_batches
 from eoschaos.clusters.process_backend import ProcessCluster
+from eoschaos.clusters.transaction_log import record_transaction_log
 from eoschaos.config import RunConfig
 from eoschaos.contract.errors import EoschaosError
 from eoschaos.contract.history import LOG_BATCHES, HistoryWriter
@@ -148,7 +149,7 @@ def _record(
         manifest["kafka_version"] = cluster.info.kafka_version
         manifest["backend"] = cluster.info.backend
         write_manifest(run_dir, manifest)
-        _drive(config, run_dir, cluster, schedule, progress)
+        _drive(config, run_dir, cluster, schedule, progress, manifest["started"])
     finally:
         manifest["ended"] = time.time()
         write_manifest(run_dir, manifest)
@@ -166,6 +167,7 @@ def _drive(
     cluster: Cluster,
     schedule: list[FaultEvent],
     progress: Callable[[str], None],
+    started: float,
 ) -> None:
     check_lanes(schedule, cluster)
     workload = registry.build_workload(
@@ -223,7 +225,7 @@ def _drive(
             progress("the processors did not catch up with the input; liveness will say so")
         workload.stop()
         workload.final_scans()
-        _record_log_batches(config, run_dir, cluster, progress)
+        _record_log_batches(config, run_dir, cluster, started, progress)
     finally:
         stop.set()
         nemesis.close()
@@ -233,20 +235,40 @@ def _drive(
 
 
 def _record_log_batches(
-    config: RunConfig, run_dir: Path, cluster: Cluster, progress: Callable[[str], None]
+    config: RunConfig,
+    run_dir: Path,
+    cluster: Cluster,
+    since: float,
+    progress: Callable[[str], None],
 ) -> None:
-    """The batch headers of the run's topics, for the checker's forensics. Evidence, not a
-    verdict: when Kafka's tool cannot read the logs, the run says so and goes on."""
-    started = time.monotonic()
+    """The batch headers of the run's topics, for the checker's forensics, and the
+    coordinators' transaction states since `since`, for a reviewer."""
     writer = HistoryWriter(run_dir, LOG_BATCHES)
+    topics = {config.pipeline.input_topic, config.pipeline.output_topic}
     try:
-        topics = {config.pipeline.input_topic, config.pipeline.output_topic}
-        count = record_log_batches(cluster.dist, cluster.data_dirs(), topics, writer)
-        progress(f"recorded {count} log batch headers in {time.monotonic() - started:.1f}s")
-    except Exception as exc:
-        progress(f"log batch headers not recorded: {str(exc).splitlines()[0][:300]}")
+        _evidence(
+            "log batch headers",
+            lambda: record_log_batches(cluster.dist, cluster.data_dirs(), topics, writer),
+            progress,
+        )
+        _evidence(
+            "transaction states",
+            lambda: record_transaction_log(cluster.dist, cluster.data_dirs(), since, writer),
+            progress,
+        )
     finally:
         writer.close()
+
+
+def _evidence(what: str, dump: Callable[[], int], progress: Callable[[str], None]) -> None:
+    """Evidence, not a verdict: when Kafka's tool cannot read the logs, the run says so and
+    goes on."""
+    started = time.monotonic()
+    try:
+        count = dump()
+        progress(f"recorded {count} {what} in {time.monotonic() - started:.1f}s")
+    except Exception as exc:
+        progress(f"{what} not recorded: {str(exc).splitlines()[0][:300]}")
 
 
 def check_lanes(schedule: list[FaultEvent], cluster: Cluster) -> None:

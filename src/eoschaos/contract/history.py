@@ -95,9 +95,11 @@ END_AGGREGATES = "end-aggregates"  # a stateful workload's final aggregates
 END_EXPECTED = "end-expected"  # what a user's --expect function says the output must hold
 # The run's partitions as the brokers wrote them, read after the final scans: one event per
 # batch header (f "batch") and per aborted transaction of a segment's .txnindex (f "aborted"),
-# `offset` its first offset, the rest of the header as JSON in `params` (docs/history.md).
+# `offset` its first offset, the rest of the header as JSON in `params` (docs/history.md); and
+# one event per transaction-state record the coordinators wrote during the run (f TXN_STATE).
 LOG_BATCHES = "log-batches"
 LOG_BATCH_KIND = "log"
+TXN_STATE = "txn-state"
 
 # A read of a record that names no source id (what a phantom is made of), or an id the reader
 # already read in that topic (a duplicate's later copy), keeps the record as it was in its
