@@ -48,6 +48,14 @@ class History:
     events: DataFrame
     complete: bool
     damage: list[str] = field(default_factory=list)
+    cached: DataFrame | None = None  # the parsed JSON lines, kept for every check
+
+    def release(self) -> None:
+        """Drop the cached lines. Spark would serve a later read of the same files from this
+        cache, stale if they changed since (a run dir re-checked in one session), and a long
+        session (a matrix) would keep every run's lines."""
+        if self.cached is not None:
+            self.cached.unpersist()
 
     def kind(self, kind: str) -> DataFrame:
         """Events of one kind; on Parquet this reads only that kind's directory."""
@@ -71,11 +79,12 @@ def load_history(spark: SparkSession, run_dir: Path) -> History:
     run_dir = Path(run_dir)
     manifest = read_manifest(run_dir)
     parquet = run_dir / PARQUET_DIR
+    cached = None
     if (parquet / "_SUCCESS").exists():
         events, damage = _read_parquet(spark, parquet, run_dir)
     else:
-        events, damage = _read_jsonl(spark, run_dir / HISTORY_DIR)
-    return History(manifest, events, complete=not damage, damage=damage)
+        events, damage, cached = _read_jsonl(spark, run_dir / HISTORY_DIR)
+    return History(manifest, events, complete=not damage, damage=damage, cached=cached)
 
 
 def compact_history(spark: SparkSession, run_dir: Path) -> None:
@@ -157,7 +166,7 @@ def _read_parquet(spark: SparkSession, path: Path, run_dir: Path) -> tuple[DataF
     return found.select(*event_schema().fieldNames()), damage
 
 
-def _read_jsonl(spark: SparkSession, directory: Path) -> tuple[DataFrame, list[str]]:
+def _read_jsonl(spark: SparkSession, directory: Path) -> tuple[DataFrame, list[str], DataFrame]:
     raw = _raw_jsonl(spark, directory)
     # parsed once for every check that reads it, into few partitions: the whole is small
     # enough to check without compaction
@@ -165,9 +174,10 @@ def _read_jsonl(spark: SparkSession, directory: Path) -> tuple[DataFrame, list[s
     try:
         damage = _damage(raw)
     except (PySparkException, Py4JJavaError) as error:
+        raw.unpersist()
         _raise_if_executors_cannot_read(error, directory)
         raise
-    return raw.filter(F.col(CORRUPT).isNull()).select(*event_schema().fieldNames()), damage
+    return raw.filter(F.col(CORRUPT).isNull()).select(*event_schema().fieldNames()), damage, raw
 
 
 def _raw_jsonl(spark: SparkSession, directory: Path) -> DataFrame:

@@ -70,6 +70,15 @@ def check_run(
     section (graph stats, anomaly subgraphs, cycles), for callers that judge checks only."""
     started = time.monotonic()
     history = load_history(spark, Path(run_dir))
+    try:
+        return _judge(spark, history, started, max_examples, lineage)
+    finally:
+        history.release()
+
+
+def _judge(
+    spark: SparkSession, history: History, started: float, max_examples: int, lineage: bool
+) -> dict[str, Any]:
     census = take_census(history)
     not_applicable = _not_applicable(history, census)
     applicable = [name for name in DESCRIPTIONS if name not in not_applicable]

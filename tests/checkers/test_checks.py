@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from eoschaos.checkers.synthetic import PLANT_CHECKS, Plants, RunShape, write_synthetic
 from eoschaos.checkers.verdict import DESCRIPTIONS, NEEDS_TRANSACTIONS, NEEDS_TXN_HISTORY, check_run
 from eoschaos.contract.capabilities import Capabilities
-from eoschaos.contract.history import END_STATE, FINAL_SCANS
+from eoschaos.contract.history import END_STATE, FINAL_COMMITTED, FINAL_SCANS
 from eoschaos.contract.rundir import HISTORY_DIR
 
 SHAPE = RunShape()  # 512 records, 2 input and 2 output partitions, 2 instances, 1 abort in 3
@@ -250,6 +250,18 @@ def test_offset_reads_catch_an_aborted_read_without_transaction_history(spark, t
     (run.run_dir / "run.json").write_text(json.dumps({**manifest, "workload": "byo"}))
     verdict = check_run(spark, run.run_dir, lineage=False)
     assert failing_counts(verdict) == {"isolation.aborted-offset-read": 2}
+
+
+def test_a_history_that_changed_since_it_was_checked_is_judged_as_it_is_now(spark, tmp_path):
+    """One session re-checking a run dir (a matrix, the pytest plugin) reads the files again,
+    never the lines it parsed the first time."""
+    run = write_synthetic(spark, tmp_path, SHAPE, parquet=False)
+    assert check_run(spark, run.run_dir, lineage=False)["verdict"] == "PASS"
+    scan = run.run_dir / HISTORY_DIR / f"{FINAL_COMMITTED}.jsonl"
+    lines = scan.read_text().splitlines(keepends=True)
+    last_output = max(i for i, line in enumerate(lines) if '"output-topic"' in line)
+    scan.write_text("".join(lines[:last_output] + lines[last_output + 1 :]))
+    assert failing_counts(check_run(spark, run.run_dir, lineage=False))["delivery.lost"] == 1
 
 
 def test_truncated_history_is_checked_and_flagged_incomplete(spark, tmp_path):
