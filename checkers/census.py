@@ -15,7 +15,7 @@ from typing import Any
 from pyspark.sql import functions as F
 
 from eoschaos.checkers.history_io import History
-from eoschaos.contract.history import FINAL_COMMITTED, FINAL_UNCOMMITTED
+from eoschaos.contract.history import FINAL_COMMITTED, FINAL_UNCOMMITTED, LOG_BATCH_KIND
 
 MAX_ROWS_KEPT = 100_000  # end rows + fault events kept: far above any real run
 KEPT_FIELDS = (
@@ -45,6 +45,7 @@ class Census:
     last_offsets: dict[tuple[str, str, int], int]  # (reader, topic, partition) -> highest offset
     end_rows: list[dict[str, Any]]  # the end-state writer's rows
     faults: list[dict[str, Any]]  # fault events in time order
+    log_rows: dict[str, int]  # f -> rows of the brokers' logs (batch, aborted, txn-state)
 
     @property
     def has_final_committed(self) -> bool:
@@ -79,11 +80,12 @@ class Census:
 
 def take_census(history: History) -> Census:
     """Two small collects: per (kind, process, topic, partition) counts -- reads grouped by
-    reader and partition, every other kind as a whole -- and the end and fault rows."""
+    reader and partition, log rows by what they are (f, in the process column), every other
+    kind as a whole -- and the end and fault rows."""
     reads = history.kind("read").groupBy("kind", "process", "topic", "partition")
     others = history.events.filter(F.col("kind") != "read").groupBy(
         "kind",
-        F.lit(None).cast("string").alias("process"),
+        F.when(F.col("kind") == LOG_BATCH_KIND, F.col("f")).alias("process"),
         F.lit(None).cast("string").alias("topic"),
         F.lit(None).cast("int").alias("partition"),
     )
@@ -127,4 +129,5 @@ def take_census(history: History) -> Census:
             (row.asDict() for row in kept if row["kind"] == "fault"),
             key=lambda event: event["time"] or 0.0,
         ),
+        log_rows={row["process"]: row["events"] for row in rows if row["kind"] == LOG_BATCH_KIND},
     )

@@ -1,4 +1,5 @@
-"""Fencing: once a newer owner of an input partition committed, the older owner must not.
+"""Fencing: once a newer owner of an input partition committed, the older owner must not; and
+a request the client gave up on must not commit a later transaction.
 
 Ownership is the consumer-group generation a transaction ran under (KIP-447 fences commits of
 a stale generation). A zombie write is a transaction whose records made it into the final
@@ -6,6 +7,12 @@ committed output although its commit was invoked after a transaction of a higher
 one of its input partitions had committed. Per input partition, one window in generation order
 gives every transaction the earliest commit of any higher generation; it runs on transactions,
 not records.
+
+A stale commit is the coordinator's PrepareCommit of a transactional id (its own log, writer
+LOG_BATCHES f TXN_STATE) while no client of that id had a commit call in flight: an EndTxn
+the client had timed out and retried, landing later in the next transaction (KAFKA-17754).
+A client on transaction version 2 bumps its epoch per transaction and the stale request is
+fenced; on version 1 it commits whatever the client has written so far.
 """
 
 from __future__ import annotations
@@ -14,13 +21,18 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from eoschaos.checkers.findings import explode_findings, finding
+from eoschaos.checkers.history_io import History
 from eoschaos.checkers.transactions import TXN_KEY
-from eoschaos.contract.history import FINAL_COMMITTED
+from eoschaos.contract.history import FINAL_COMMITTED, LOG_BATCH_KIND, TXN_STATE
 
 DESCRIPTIONS = {
     "fencing.zombie-write": "An older owner (lower generation) of an input partition committed "
     "output after a newer owner of that partition had committed.",
+    "fencing.stale-commit": "The transaction coordinator committed a transaction while its "
+    "client had no commit in flight: a stale EndTxn landed in a later transaction.",
 }
+# The coordinator's times are whole milliseconds, the client's are not.
+CLOCK_SLACK_S = 0.002
 
 
 def zombie_findings(txn_reads: DataFrame, txns: DataFrame) -> DataFrame:
@@ -82,5 +94,52 @@ def zombie_findings(txn_reads: DataFrame, txns: DataFrame) -> DataFrame:
             src_partition=F.col("newer.src_partition"),
             newer_generation=F.col("newer.generation"),
             newer_committed=F.col("newer.at"),
+        ),
+    )
+
+
+def stale_commit_findings(history: History) -> DataFrame:
+    """Anomaly rows of fencing.stale-commit: one per PrepareCommit the coordinator wrote for a
+    transactional id of the client history outside every commit call of that id (from its
+    invoke to the same process's next commit event; to the end if there is none: a process
+    that died mid-commit)."""
+    per_process = Window.partitionBy("process").orderBy("time")
+    calls = (
+        history.kind("txn")
+        .filter(F.col("f") == "commit")
+        .select("process", "txn_id", "time", "type")
+        .withColumn("until", F.lead("time").over(per_process))
+        .filter(F.col("type") == "invoke")
+        .select("txn_id", F.col("time").alias("asked"), "until")
+    )
+    state = F.get_json_object("params", "$.state")
+    prepared = (
+        history.kind(LOG_BATCH_KIND)
+        .filter((F.col("f") == TXN_STATE) & (state == "PrepareCommit"))
+        .select(
+            "txn_id",
+            "time",
+            F.get_json_object("params", "$.producer_epoch").cast("int").alias("producer_epoch"),
+            F.get_json_object("params", "$.partitions").alias("partitions"),
+        )
+        .join(F.broadcast(calls.select("txn_id").distinct()), "txn_id", "left_semi")
+    )
+    p, c = prepared.alias("p"), F.broadcast(calls).alias("c")
+    in_flight = (
+        (F.col("p.txn_id") == F.col("c.txn_id"))
+        & (F.col("c.asked") <= F.col("p.time") + CLOCK_SLACK_S)
+        & (F.col("c.until").isNull() | (F.col("p.time") <= F.col("c.until") + CLOCK_SLACK_S))
+    )
+    stale = p.join(c, in_flight, "left_anti")
+    return explode_findings(
+        stale,
+        finding(
+            F.lit(True),
+            "fencing.stale-commit",
+            F.col("time"),
+            txn_id=F.col("txn_id"),
+            prepared_at=F.col("time"),
+            producer_epoch=F.col("producer_epoch"),
+            partitions=F.col("partitions"),
         ),
     )

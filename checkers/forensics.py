@@ -21,7 +21,7 @@ from typing import Any
 from pyspark.sql import functions as F
 
 from eoschaos.checkers.history_io import History
-from eoschaos.contract.history import LOG_BATCH_KIND
+from eoschaos.contract.history import LOG_BATCH_KIND, TXN_STATE
 
 # Checks whose example places are offsets of the input topic; every other check's are of the
 # output topic.
@@ -67,7 +67,7 @@ def forensics_section(history: History, checks: dict[str, dict]) -> dict[str, An
     places = example_places(checks, history.input_topic, history.output_topic)
     if not places:
         return {"recorded": None, "examples": []}
-    log = history.kind(LOG_BATCH_KIND)
+    log = history.kind(LOG_BATCH_KIND).filter(F.col("f") != TXN_STATE)
     last = F.get_json_object("params", "$.last_offset").cast("long")
     holds = functools.reduce(
         operator.or_,

@@ -16,7 +16,8 @@ The model (numbers are fields of RunShape; S = per_partition * output_partitions
 - attempt u (time order) writes `per_partition` records and a marker to every output
   partition: record j lands on output partition j % Q at offset u * (per_partition + 1) + j div Q;
 - the observer reads every committed record just after its commit, the final scans read both
-  topics afterwards, the end state is stable and fully consumed.
+  topics afterwards, the end state is stable and fully consumed;
+- the coordinator prepares each attempt's commit or abort while its client's call is in flight.
 Anomalies that need extra records (lost, duplicate, phantom, duplicate-input, zombie-write) are
 written by extra transactions after the last slot; the ones about what a reader saw edit the
 observer's reads of chosen slots, one slot per planted anomaly so that plants never interact.
@@ -41,14 +42,19 @@ from eoschaos.contract.history import (
     FINAL_COMMITTED,
     FINAL_UNCOMMITTED,
     HUNG_ERROR_PREFIX,
+    LOG_BATCH_KIND,
+    LOG_BATCHES,
     NEMESIS,
     OBSERVER,
     SEEDER,
     SUPERVISOR,
+    TXN_STATE,
 )
 from eoschaos.contract.rundir import HISTORY_DIR, PARQUET_DIR, write_manifest
 
 INPUT_TOPIC = "input-topic"
+COORDINATOR_TOPIC = "__transaction_state"
+PREPARED_AT = 0.55  # fraction of the slot: inside the client's commit or abort call
 OUTPUT_TOPIC = "output-topic"
 JSONL_MAX_RECORDS = 200_000  # above this, write Parquet: collecting to the driver stops being cheap
 SCAN_STEP = 1e-6  # seconds between two records of one partition in a final scan
@@ -167,6 +173,7 @@ class Plants:
     lso_behind: int = 0
     group_offsets_behind: int = 0
     aggregate_mismatch: int = 0
+    stale_commit: int = 0
     # Not anomalies, counted informationally: attempts fencing rejected (ILLEGAL_GENERATION),
     # and client calls that blocked past their timeout until the process gave up (hung).
     fenced_attempts: int = 0
@@ -198,6 +205,7 @@ PLANT_CHECKS = {
     "lso_behind": "liveness.lso",
     "group_offsets_behind": "liveness.group-offsets",
     "aggregate_mismatch": "aggregate.mismatch",
+    "stale_commit": "fencing.stale-commit",
 }
 # A second check that must catch a plant: a read of an aborted record is also an offset the
 # final committed scan skipped, which is how a pipeline without transaction history is judged.
@@ -208,6 +216,7 @@ TRANSACTIONAL_PLANTS = (
     "fractured_read",
     "zombie_write",
     "open_transaction",
+    "stale_commit",
     "fenced_attempts",
     "hung_calls",
 )
@@ -338,6 +347,8 @@ def _regular_events(
         _transactions(spark, shape),
         _output_reads(spark, shape, targets, end_time),
     ]
+    if shape.mode == "eos":
+        parts.append(_coordinator_states(spark, shape))
     result = _conform(parts[0], schema)
     for part in parts[1:]:
         result = result.unionByName(_conform(part, schema))
@@ -478,6 +489,29 @@ def _transactions(spark: SparkSession, shape: RunShape) -> DataFrame:
     )
 
 
+def _coordinator_state(state: str) -> str:
+    """The params of a txn-state row as the run records them (docs/history.md)."""
+    return json.dumps({"producer_epoch": 0, "state": state, "node": 1}, sort_keys=True)
+
+
+def _coordinator_states(spark: SparkSession, shape: RunShape) -> DataFrame:
+    """The coordinator's PrepareCommit or PrepareAbort of each attempt, inside its call."""
+    sql = _Sql(shape)
+    return _attempts(spark, shape, shape.slots, 1).selectExpr(
+        f"'{LOG_BATCH_KIND}' AS kind",
+        "'ok' AS type",
+        f"'{TXN_STATE}' AS f",
+        f"'{LOG_BATCHES}' AS process",
+        f"{sql.slot_time} + {PREPARED_AT * shape.slot_seconds} AS time",
+        f"concat('eoschaos-txn-', {sql.instance}) AS txn_id",
+        f"'{COORDINATOR_TOPIC}' AS topic",
+        "0 AS partition",
+        "u AS offset",
+        f"IF(aborted, '{_coordinator_state('PrepareAbort')}', "
+        f"'{_coordinator_state('PrepareCommit')}') AS params",
+    )
+
+
 def _observer_time(shape: RunShape, record: str) -> str:
     """When the observer reads record `record` of attempt u: just after the attempt's commit."""
     sql = _Sql(shape)
@@ -564,6 +598,7 @@ class _Tail:
         self.extra_input_ids: list[int] = []  # input records beyond the model's 0..N-1
         self.phantom_ids: list[int] = []
         self.zombies: list[dict[str, Any]] = []
+        self.stale_commits: list[dict[str, Any]] = []
         self.u = shape.attempts  # next slot in time
         self._bookkeeping()
         self._extra_transaction()
@@ -579,6 +614,8 @@ class _Tail:
         hung = [("send-offsets", "info", {"error": f"{HUNG_ERROR_PREFIX} send-offsets"})]
         for _ in range(plants.hung_calls):
             self._stale_attempt(hung)
+        for _ in range(plants.stale_commit):
+            self._stale_commit()
         self.end_time = shape.slot_time(self.u + 1)
         self._end_state()
 
@@ -693,6 +730,29 @@ class _Tail:
             )
         self.u += 1
 
+    def _prepared(self, txn_id: str, time: float) -> None:
+        """The coordinator's PrepareCommit of `txn_id` at `time`."""
+        self._event(
+            LOG_BATCH_KIND,
+            "ok",
+            TXN_STATE,
+            LOG_BATCHES,
+            time,
+            txn_id=txn_id,
+            topic=COORDINATOR_TOPIC,
+            partition=0,
+            offset=self.u,
+            params=_coordinator_state("PrepareCommit"),
+        )
+
+    def _stale_commit(self) -> None:
+        """Instance 0's coordinator prepares a commit in a slot where instance 0 has no commit
+        call in flight: a stale EndTxn landing (KAFKA-17754)."""
+        t = self.shape.slot_time(self.u) + 0.3 * self.shape.slot_seconds
+        self._prepared("eoschaos-txn-0", t)
+        self.stale_commits.append({"txn_id": "eoschaos-txn-0", "prepared_at": t})
+        self.u += 1
+
     def _transaction(
         self, instance: int, generation: int, consumed: list[dict], outputs: list[dict]
     ) -> int:
@@ -725,6 +785,8 @@ class _Tail:
                     more["offsets"] = offsets
                 t = t0 + dt * s.slot_seconds
                 self._event("txn", type_, f, proc, t, **txn, **more)
+        if txn_id is not None:
+            self._prepared(txn_id, t0 + PREPARED_AT * s.slot_seconds)
         touched = set()
         for n, out in enumerate(outputs):
             partition = n % s.output_partitions
@@ -881,6 +943,7 @@ class _Tail:
             "aggregate_mismatch": [
                 {"key": str(key)} for key in range(self.plants.aggregate_mismatch)
             ],
+            "stale_commit": self.stale_commits,
         }
 
 

@@ -26,7 +26,7 @@ from eoschaos.checkers.raw_records import attach_raw_records
 from eoschaos.checkers.timeline import timeline
 from eoschaos.checkers.transactions import transaction_reads, transaction_stats, transaction_table
 from eoschaos.contract.capabilities import Capabilities
-from eoschaos.contract.history import FINAL_COMMITTED, FINAL_UNCOMMITTED
+from eoschaos.contract.history import FINAL_COMMITTED, FINAL_UNCOMMITTED, LOG_BATCHES, TXN_STATE
 from eoschaos.contract.rundir import SCHEMA_VERSION
 
 DESCRIPTIONS = {
@@ -43,14 +43,17 @@ NEEDS_TXN_HISTORY = (
     "isolation.uncommitted-read",
     "isolation.fractured-read",
     "fencing.zombie-write",
+    "fencing.stale-commit",
 )
 NEEDS_TRANSACTIONS = (
     "isolation.aborted-read",
     "isolation.uncommitted-read",
     "isolation.fractured-read",
     "fencing.zombie-write",
+    "fencing.stale-commit",
     "liveness.open-transactions",
 )
+NEEDS_COORDINATOR_STATES = ("fencing.stale-commit",)
 NEEDS_FINAL_SCAN = (
     *delivery.DESCRIPTIONS,
     *aggregates.DESCRIPTIONS,
@@ -98,6 +101,8 @@ def _judge(
             isolation.transaction_read_findings(txn_reads, drained),
             fencing.zombie_findings(txn_reads, txns),
         ]
+    if "fencing.stale-commit" in applicable:
+        parts.append(fencing.stale_commit_findings(history))
     tallies = tally(functools.reduce(DataFrame.unionByName, parts), max_examples)
     run_timeline = timeline(history, census, txns)
     if txns is not None:
@@ -173,6 +178,13 @@ def _not_applicable(history: History, census: Census) -> dict[str, str]:
                 name,
                 f"workload {workload} writes no per-transaction history "
                 "(isolation.aborted-offset-read judges its reads by offsets)",
+            )
+    if not census.log_rows.get(TXN_STATE):
+        for name in NEEDS_COORDINATOR_STATES:
+            reasons.setdefault(
+                name,
+                "the history has no transaction states of the coordinators (writer "
+                f"{LOG_BATCHES}, recorded since history 2026-11-25)",
             )
     if not census.has_final_committed:
         for name in NEEDS_FINAL_SCAN:

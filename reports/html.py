@@ -302,6 +302,9 @@ LOOK_AT = {
     "reader returned a record the committed scan does not hold",
     "fencing.zombie-write": "the older owner's lane on the timeline: it committed after its "
     "partition moved, so its generation was not checked",
+    "fencing.stale-commit": "the instance lane at that time: its previous commit timed out "
+    "and was retried, and its request landed later, committing what the open transaction "
+    "held so far (KAFKA-17754; a client on transaction version 2 is fenced)",
     "liveness.open-transactions": "the instance lane whose last bar is unknown: a producer "
     "that hung or died mid-transaction and was never aborted",
     "liveness.lso": "the partition's open transaction: the instance lane with an unknown bar "

@@ -62,6 +62,7 @@ PLANTS = Plants(
     open_transaction=3,
     lso_behind=3,
     group_offsets_behind=3,
+    stale_commit=3,
 )
 
 

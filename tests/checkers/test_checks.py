@@ -14,9 +14,15 @@ from fuzzing import in_ci_and_nightly
 from hypothesis import strategies as st
 
 from eoschaos.checkers.synthetic import PLANT_CHECKS, Plants, RunShape, write_synthetic
-from eoschaos.checkers.verdict import DESCRIPTIONS, NEEDS_TRANSACTIONS, NEEDS_TXN_HISTORY, check_run
+from eoschaos.checkers.verdict import (
+    DESCRIPTIONS,
+    NEEDS_COORDINATOR_STATES,
+    NEEDS_TRANSACTIONS,
+    NEEDS_TXN_HISTORY,
+    check_run,
+)
 from eoschaos.contract.capabilities import Capabilities
-from eoschaos.contract.history import END_STATE, FINAL_COMMITTED, FINAL_SCANS
+from eoschaos.contract.history import END_STATE, FINAL_COMMITTED, FINAL_SCANS, LOG_BATCHES
 from eoschaos.contract.rundir import HISTORY_DIR
 
 SHAPE = RunShape()  # 512 records, 2 input and 2 output partitions, 2 instances, 1 abort in 3
@@ -227,6 +233,18 @@ def test_black_box_workload_lists_per_transaction_checks_as_not_applicable(
     verdict = check_run(spark, run.run_dir, lineage=False)
     assert sorted(verdict["not_applicable"]) == sorted([*NEEDS_TXN_HISTORY, EXPECT_ONLY])
     assert "isolation.aborted-offset-read" in verdict["checks"]
+
+
+def test_a_history_without_the_coordinators_states_lists_stale_commit_as_not_applicable(
+    spark, tmp_path
+):
+    """Runs before 2026-11-25, or whose coordinator log could not be read, judge the rest."""
+    run = write_synthetic(spark, tmp_path, SHAPE, Plants(stale_commit=1, lost=1), parquet=False)
+    (run.run_dir / HISTORY_DIR / f"{LOG_BATCHES}.jsonl").unlink()
+    verdict = check_run(spark, run.run_dir, lineage=False)
+    assert sorted(verdict["not_applicable"]) == sorted([*NEEDS_COORDINATOR_STATES, EXPECT_ONLY])
+    assert "coordinators" in verdict["not_applicable"]["fencing.stale-commit"]
+    assert failing_counts(verdict) == {"delivery.lost": 1}
 
 
 def test_checks_follow_the_recorded_capabilities_not_the_workload_name(spark, tmp_path):
