@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,8 +20,14 @@ import pytest
 from browser import rendered_dom, screenshot
 
 from eoschaos.chaos.schedule import FaultEvent
-from eoschaos.contract.history import HUNG_ERROR_PREFIX, SUPERVISOR, instance_history_files
-from eoschaos.contract.rundir import HISTORY_DIR
+from eoschaos.contract.history import (
+    HUNG_ERROR_PREFIX,
+    LOG_BATCH_KIND,
+    SUPERVISOR,
+    TXN_STATE,
+    instance_history_files,
+)
+from eoschaos.contract.rundir import HISTORY_DIR, read_manifest
 
 pytestmark = pytest.mark.cluster
 
@@ -44,6 +51,7 @@ EVERY_CHECK = (
     "isolation.uncommitted-read",
     "isolation.fractured-read",
     "fencing.zombie-write",
+    "fencing.stale-commit",
 )
 # A pipeline that writes no transaction history of its own is judged by offsets and ids.
 BLACK_BOX = (*TRANSACTIONAL, "delivery.duplicate", "isolation.aborted-offset-read")
@@ -524,3 +532,26 @@ def test_broker_log_forensics_explain_each_example_of_a_known_bad_mode(verdict_o
     for example in examples:
         assert all(place["batch"] for place in example["places"]), example
         assert example["pattern"], example
+
+
+def test_the_coordinators_states_of_the_runs_transactional_ids_are_recorded(verdict_of):
+    """The run records what the transaction coordinators wrote while it ran, and nothing from
+    before, though the shared cluster's log holds earlier runs under the same transactional
+    ids: every transaction a client committed, its coordinator completed."""
+    run_dir = Path(verdict_of("eos-kill-zombie")["run_dir"])
+    started = read_manifest(run_dir)["started"]
+    events = [
+        json.loads(line)
+        for path in (run_dir / HISTORY_DIR).glob("*.jsonl")
+        for line in path.read_text().splitlines()
+        if line.strip()
+    ]
+    states = [e for e in events if e["kind"] == LOG_BATCH_KIND and e["f"] == TXN_STATE]
+    assert states and min(e["time"] for e in states) >= started
+    completed = Counter(
+        e["txn_id"] for e in states if json.loads(e["params"])["state"] == "CompleteCommit"
+    )
+    committed = Counter(
+        e["txn_id"] for e in events if (e["kind"], e["f"], e["type"]) == ("txn", "commit", "ok")
+    )
+    assert committed and all(completed[txn_id] >= n for txn_id, n in committed.items())
