@@ -35,6 +35,7 @@ STATE_NAMES = (
     "Dead",
     "PrepareEpochFence",
 )
+MTIME_SLACK_S = 2.0  # a file system's timestamps may be that coarse
 _RECORD = re.compile(
     r"^\| offset: (?P<offset>\d+) CreateTime: (?P<create_time>-?\d+) "
     r".* key: (?P<key>.*?) payload: (?P<payload>.*)$"
@@ -116,7 +117,14 @@ def record_transaction_log(
     """Every state record written to `__transaction_state` since `since` (seconds, wall
     clock) into `history`, at its create time; how many."""
     replicas = chosen_replicas(data_dirs, {TRANSACTION_STATE_TOPIC})
-    by_file = {str(path): r for r in replicas for path in sorted(r.path.glob("*.log"))}
+    # A shared cluster's log grows with every run; a segment untouched since the run started
+    # holds none of its states, and most partitions hold no transactional id of the run.
+    by_file = {
+        str(path): r
+        for r in replicas
+        for path in sorted(r.path.glob("*.log"))
+        if path.stat().st_mtime >= since - MTIME_SLACK_S
+    }
     if not by_file:
         return 0
     tool = DUMP_TOOL[4 if dist.major >= 4 else 3]

@@ -4,10 +4,14 @@ tests/test_nemesis.py (the stale commit, on every Kafka version) and tests/test_
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 
+from eoschaos.clusters.kafka_dist import resolve
 from eoschaos.clusters.log_dump import Replica
-from eoschaos.clusters.transaction_log import parse_transaction_log
+from eoschaos.clusters.transaction_log import parse_transaction_log, record_transaction_log
+from eoschaos.contract.history import LOG_BATCHES, HistoryWriter
 
 PREFIX = "keySize: 12 valueSize: 109 sequence: -1 headerKeys: []"
 # As Kafka 4.3.1 prints an Ongoing transaction with output and offsets partitions (one line
@@ -76,3 +80,12 @@ def test_tombstones_and_batch_lines_are_skipped():
 def test_states_are_attributed_to_the_replica_of_their_file_only():
     assert {replica for replica, _ in parse_transaction_log(DUMP_4X, FILES)} == {REPLICA}
     assert list(parse_transaction_log(DUMP_4X, {})) == []
+
+
+def test_segments_untouched_since_the_run_started_are_not_read(tmp_path):
+    """A shared cluster's log holds every earlier run: only what was written since is read."""
+    segment = tmp_path / "1" / "__transaction_state-0" / "00000000000000000000.log"
+    segment.mkdir(parents=True)  # Kafka's tool fails on it: reading it would fail the test
+    os.utime(segment, (1_000_000_000, 1_000_000_000))
+    with HistoryWriter(tmp_path / "run", LOG_BATCHES) as history:
+        assert record_transaction_log(resolve(), {1: tmp_path / "1"}, time.time(), history) == 0
