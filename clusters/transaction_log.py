@@ -4,8 +4,8 @@ KAFKA-17754 (docs/findings.md) was shown by reading `__transaction_state` with K
 DumpLogSegments by hand: a PrepareCommit nobody on the client side asked for, and the producer
 epoch the same across hundreds of transactions (protocol version 1). The run does that while
 the data dirs exist and records each state record in the history (writer LOG_BATCHES,
-f TXN_STATE), so a reviewer -- or a re-check years later -- sees the coordinator's side of
-every transaction next to the client's.
+f TXN_STATE), so the checker (fencing.stale-commit), a reviewer and a re-check years later
+see the coordinator's side of every transaction next to the client's.
 
 Only records written since the run started: a shared cluster's log also holds earlier runs,
 often under the same transactional ids. Kafka 3.x prints a state as text, 4.x as JSON.

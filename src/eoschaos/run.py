@@ -242,7 +242,7 @@ def _record_log_batches(
     progress: Callable[[str], None],
 ) -> None:
     """The batch headers of the run's topics, for the checker's forensics, and the
-    coordinators' transaction states since `since`, for a reviewer."""
+    coordinators' transaction states since `since`, for fencing.stale-commit."""
     writer = HistoryWriter(run_dir, LOG_BATCHES)
     topics = {config.pipeline.input_topic, config.pipeline.output_topic}
     try:
