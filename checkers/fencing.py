@@ -33,6 +33,9 @@ DESCRIPTIONS = {
 }
 # The coordinator's times are whole milliseconds, the client's are not.
 CLOCK_SLACK_S = 0.002
+# A call's bounds and a prepare in one time order; at one instant a call opens before a
+# prepare, and a prepare comes before a call ends (the bounds are inclusive).
+OPENS, PREPARES, ENDS = 0, 1, 2
 
 
 def zombie_findings(txn_reads: DataFrame, txns: DataFrame) -> DataFrame:
@@ -102,15 +105,26 @@ def stale_commit_findings(history: History) -> DataFrame:
     """Anomaly rows of fencing.stale-commit: one per PrepareCommit the coordinator wrote for a
     transactional id of the client history outside every commit call of that id (from its
     invoke to the same process's next commit event; to the end if there is none: a process
-    that died mid-commit)."""
+    that died mid-commit).
+
+    One pass per transactional id, in time order: each call opens (+1) and ends (-1), and a
+    prepare finds none open -- a running sum, not a join of every prepare with every call."""
     per_process = Window.partitionBy("process").orderBy("time")
-    calls = (
+    call = F.struct((F.col("time") - CLOCK_SLACK_S).alias("time"), F.lit(OPENS).alias("step"))
+    ended = F.struct((F.col("until") + CLOCK_SLACK_S).alias("time"), F.lit(ENDS).alias("step"))
+    bounds = (
         history.kind("txn")
         .filter(F.col("f") == "commit")
         .select("process", "txn_id", "time", "type")
         .withColumn("until", F.lead("time").over(per_process))
         .filter(F.col("type") == "invoke")
-        .select("txn_id", F.col("time").alias("asked"), "until")
+        .select(
+            "txn_id",
+            F.explode(
+                F.array_compact(F.array(call, F.when(F.col("until").isNotNull(), ended)))
+            ).alias("b"),
+        )
+        .select("txn_id", "b.time", "b.step")
     )
     state = F.get_json_object("params", "$.state")
     prepared = (
@@ -119,18 +133,21 @@ def stale_commit_findings(history: History) -> DataFrame:
         .select(
             "txn_id",
             "time",
+            F.lit(PREPARES).alias("step"),
             F.get_json_object("params", "$.producer_epoch").cast("int").alias("producer_epoch"),
             F.get_json_object("params", "$.partitions").alias("partitions"),
         )
-        .join(F.broadcast(calls.select("txn_id").distinct()), "txn_id", "left_semi")
     )
-    p, c = prepared.alias("p"), F.broadcast(calls).alias("c")
-    in_flight = (
-        (F.col("p.txn_id") == F.col("c.txn_id"))
-        & (F.col("c.asked") <= F.col("p.time") + CLOCK_SLACK_S)
-        & (F.col("c.until").isNull() | (F.col("p.time") <= F.col("c.until") + CLOCK_SLACK_S))
+    in_order = Window.partitionBy("txn_id").orderBy("time", "step")
+    so_far = in_order.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    whole = in_order.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
+    delta = F.when(F.col("step") == OPENS, 1).when(F.col("step") == ENDS, -1).otherwise(0)
+    stale = (
+        prepared.unionByName(bounds, allowMissingColumns=True)
+        .withColumn("open", F.sum(delta).over(so_far))
+        .withColumn("client_known", F.max((F.col("step") == OPENS).cast("int")).over(whole))
+        .filter((F.col("step") == PREPARES) & (F.col("open") == 0) & (F.col("client_known") == 1))
     )
-    stale = p.join(c, in_flight, "left_anti")
     return explode_findings(
         stale,
         finding(
