@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,21 +63,32 @@ def dump(dist: KafkaDistribution, replicas: list[Replica]) -> Iterator[tuple[Rep
     }
     if not by_file:
         return
+    yield from parse_dump(run_dump(dist, by_file), by_file)
+
+
+def run_dump(dist: KafkaDistribution, files: Iterable[str], *options: str) -> str:
+    """DumpLogSegments' text for `files`, in one run of the tool."""
     tool = DUMP_TOOL[4 if dist.major >= 4 else 3]
-    out = run_tool(dist, tool, ["--files", ",".join(by_file)], timeout=DUMP_TIMEOUT_S)
-    yield from parse_dump(out, by_file)
+    return run_tool(dist, tool, [*options, "--files", ",".join(files)], timeout=DUMP_TIMEOUT_S)
+
+
+def lines_by_replica(out: str, by_file: dict[str, Replica]) -> Iterator[tuple[Replica, str]]:
+    """Each line of DumpLogSegments' text, under the file named by the last "Dumping FILE"
+    line; lines of files not in `by_file` are left out."""
+    replica = None
+    for line in out.splitlines():
+        if line.startswith("Dumping "):
+            replica = by_file.get(line.removeprefix("Dumping ").strip())
+        elif replica is not None:
+            yield replica, line
 
 
 def parse_dump(out: str, by_file: dict[str, Replica]) -> Iterator[tuple[Replica, dict]]:
     """DumpLogSegments' text -> headers: a batch line ("baseOffset: …") or an aborted
     transaction of a .txnindex ("producerId: … firstOffset: … lastOffset: …"), each under
     the file named by the last "Dumping FILE" line."""
-    replica = None
-    for line in out.splitlines():
-        if line.startswith("Dumping "):
-            replica = by_file.get(line.removeprefix("Dumping ").strip())
-            continue
-        if replica is None or line.startswith("|"):
+    for replica, line in lines_by_replica(out, by_file):
+        if line.startswith("|"):
             continue
         fields = dict(_PAIR.findall(line))
         if "baseOffset" in fields:

@@ -18,9 +18,9 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from eoschaos.clusters.admin import TRANSACTION_STATE_TOPIC, run_tool
+from eoschaos.clusters.admin import TRANSACTION_STATE_TOPIC
 from eoschaos.clusters.kafka_dist import KafkaDistribution
-from eoschaos.clusters.log_dump import DUMP_TIMEOUT_S, DUMP_TOOL, Replica, chosen_replicas
+from eoschaos.clusters.log_dump import Replica, chosen_replicas, lines_by_replica, run_dump
 from eoschaos.contract.history import LOG_BATCH_KIND, TXN_STATE, HistoryWriter
 
 # Kafka 4.x writes the state as its id (org.apache.kafka.coordinator.transaction.
@@ -52,13 +52,9 @@ def parse_transaction_log(out: str, by_file: dict[str, Replica]) -> Iterator[tup
     """DumpLogSegments --transaction-log-decoder's text -> one state per record: offset,
     create time (ms), transactional id, producer id and epoch, state name, the partitions in
     the transaction ("topic-partition"), last update (ms). Tombstones are skipped."""
-    replica = None
-    for line in out.splitlines():
-        if line.startswith("Dumping "):
-            replica = by_file.get(line.removeprefix("Dumping ").strip())
-            continue
+    for replica, line in lines_by_replica(out, by_file):
         match = _RECORD.match(line)
-        if replica is None or match is None:
+        if match is None:
             continue
         state = _json_state(match["key"], match["payload"]) or _legacy_state(
             match["key"], match["payload"]
@@ -127,9 +123,7 @@ def record_transaction_log(
     }
     if not by_file:
         return 0
-    tool = DUMP_TOOL[4 if dist.major >= 4 else 3]
-    args = ["--transaction-log-decoder", "--files", ",".join(by_file)]
-    out = run_tool(dist, tool, args, timeout=DUMP_TIMEOUT_S)
+    out = run_dump(dist, by_file, "--transaction-log-decoder")
     recorded = 0
     for replica, state in parse_transaction_log(out, by_file):
         if state["create_time"] < since * 1000:
