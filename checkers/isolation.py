@@ -44,37 +44,12 @@ def offset_findings(history: History, census: Census) -> DataFrame:
     """Anomaly rows of isolation.inconsistent-offsets, isolation.order and
     isolation.aborted-offset-read."""
     names = census.readers
-    topic_code = F.when(F.col("topic") == history.input_topic, 0).when(
-        F.col("topic") == history.output_topic, 1
-    )
-    reader_code = F.lit(None)
-    for index, name in enumerate(names):
-        reader_code = F.when(F.col("process") == name, index).otherwise(reader_code)
-    reads = (
-        history.kind("read")
-        .select(
-            topic_code.alias("t"), "partition", "offset", "id", "time", reader_code.alias("reader")
-        )
-        .filter(F.col("t").isNotNull())
-        .select(
-            (
-                F.shiftleft(F.col("t").cast("long"), TOPIC_SHIFT)
-                + F.shiftleft(F.col("partition").cast("long"), PARTITION_SHIFT)
-                + F.col("offset")
-            ).alias("place"),
-            "reader",
-            "id",
-            "time",
-        )
-        .withColumn("pk", _topic_partition())
-        # The window below needs each topic-partition whole and in offset order, so the reads
-        # are shuffled and sorted that way once; grouping by offset then streams over the
-        # sorted rows (a sort aggregate: first() is order-sensitive, so the sort is kept).
-        # (pk, place) in this order throughout: the aggregate's output is then already in the
-        # window's order, where (place, pk) made Spark sort every offset's row a second time.
-        .repartition("pk")
-        .sortWithinPartitions("pk", "place")
-    )
+    # The window below needs each topic-partition whole and in offset order, so the reads
+    # are shuffled and sorted that way once; grouping by offset then streams over the
+    # sorted rows (a sort aggregate: first() is order-sensitive, so the sort is kept).
+    # (pk, place) in this order throughout: the aggregate's output is then already in the
+    # window's order, where (place, pk) made Spark sort every offset's row a second time.
+    reads = offset_reads(history, names).repartition("pk").sortWithinPartitions("pk", "place")
     by_reader = []
     for index in range(len(names)):
         mine = F.col("reader") == index
@@ -165,6 +140,36 @@ def offset_findings(history: History, census: Census) -> DataFrame:
                 )
             )
     return explode_findings(ordered, *candidates)
+
+
+def offset_reads(history: History, names: list[str]) -> DataFrame:
+    """Every read of both topics as the per-offset pass shuffles it: (place, reader, id, time,
+    pk), the reader as its index in `names`. Its shuffle by pk alone is the floor of the pass
+    (scripts/bench_checkers.py times it)."""
+    topic_code = F.when(F.col("topic") == history.input_topic, 0).when(
+        F.col("topic") == history.output_topic, 1
+    )
+    reader_code = F.lit(None)
+    for index, name in enumerate(names):
+        reader_code = F.when(F.col("process") == name, index).otherwise(reader_code)
+    return (
+        history.kind("read")
+        .select(
+            topic_code.alias("t"), "partition", "offset", "id", "time", reader_code.alias("reader")
+        )
+        .filter(F.col("t").isNotNull())
+        .select(
+            (
+                F.shiftleft(F.col("t").cast("long"), TOPIC_SHIFT)
+                + F.shiftleft(F.col("partition").cast("long"), PARTITION_SHIFT)
+                + F.col("offset")
+            ).alias("place"),
+            "reader",
+            "id",
+            "time",
+        )
+        .withColumn("pk", _topic_partition())
+    )
 
 
 def _topic_partition() -> Column:

@@ -10,6 +10,9 @@ verifies the verdict reports exactly the planted anomalies, and prints records/s
 once more with the lineage section, which the whole verdict includes) next to two
 references measured in the same run, so a ratio survives a noisy machine:
 - the floor on this engine: one Spark scan of every history column the checks read;
+- the floor of the largest pass: the reads the per-offset checks need, shuffled by
+  topic-partition and nothing else (the goal of 1M input records/s must fit the whole check
+  in less than the scan and this shuffle of one pass take);
 - a peer: four core checks (lost, duplicate, aborted read, order) in DuckDB over the same
   Parquet (a dev-only dependency, never used by the product), whose counts must match.
 --standalone-workers N starts a real Spark standalone cluster on loopback (N workers of one
@@ -131,6 +134,22 @@ def scan_floor(spark, run_dir: Path) -> float:
     started = time.monotonic()
     events = spark.read.parquet(str(run_dir / PARQUET_DIR))
     events.select(*event_schema().fieldNames()).write.format("noop").mode("overwrite").save()
+    return time.monotonic() - started
+
+
+def exchange_floor(spark, run_dir: Path) -> float:
+    """The floor of the per-offset pass (order, inconsistent offsets, skips, aborted offsets),
+    which needs each topic-partition's reads by every reader together: those reads, packed as
+    the pass packs them, shuffled by topic-partition, nothing else (no sort, no check). The
+    census that names the readers is not timed."""
+    from eoschaos.checkers.census import take_census
+    from eoschaos.checkers.history_io import load_history
+    from eoschaos.checkers.isolation import offset_reads
+
+    history = load_history(spark, run_dir)
+    readers = take_census(history).readers
+    started = time.monotonic()
+    offset_reads(history, readers).repartition("pk").write.format("noop").mode("overwrite").save()
     return time.monotonic() - started
 
 
@@ -308,6 +327,7 @@ def bench(
     require_planted(verdict, expected, f"with lineage: {whole:.1f}s", records)
     times = times or [whole]  # --runs 0: the whole verdict is the only figure
     floor = scan_floor(spark, run_dir)
+    exchange = exchange_floor(spark, run_dir)
     cores = spark.sparkContext.defaultParallelism
     conf = spark.sparkContext.getConf()
     settings = {
@@ -335,6 +355,9 @@ def bench(
         "records_per_second": records / median,
         "spark_start_seconds": startup,
         "scan_floor_seconds": floor,
+        "exchange_floor_seconds": exchange,
+        # what the goal of 1M input records/s allows for the whole check
+        "goal_seconds": records / 1_000_000,
         "duckdb_core_seconds": duck_seconds,
         "duckdb_core_counts": duck_counts,
         "duckdb_counts_match": not wrong,
@@ -351,6 +374,10 @@ def bench(
         f"{records / median:,.0f} input records/s"
     )
     print(f"scan floor (Spark, every column read): {floor:.1f}s -> check is {median / floor:.1f}x")
+    print(
+        f"exchange floor (the reads by topic-partition, shuffled only): {exchange:.1f}s; "
+        f"1M input records/s allows {records / 1_000_000:.1f}s for everything"
+    )
     if duck_seconds is not None:
         print(
             f"DuckDB, 4 core checks: {duck_seconds:.1f}s -> check is {median / duck_seconds:.1f}x"
