@@ -11,8 +11,8 @@ once more with the lineage section, which the whole verdict includes) next to tw
 references measured in the same run, so a ratio survives a noisy machine:
 - the floor on this engine: one Spark scan of every history column the checks read;
 - the floor of the largest pass: the reads the per-offset checks need, shuffled by
-  topic-partition and nothing else (the goal of 1M input records/s must fit the whole check
-  in less than the scan and this shuffle of one pass take);
+  topic-partition and nothing else, printed next to the time the goal of 1M input records/s
+  leaves for the whole check;
 - a peer: four core checks (lost, duplicate, aborted read, order) in DuckDB over the same
   Parquet (a dev-only dependency, never used by the product), whose counts must match.
 --standalone-workers N starts a real Spark standalone cluster on loopback (N workers of one
