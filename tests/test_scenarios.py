@@ -1,9 +1,9 @@
 """End to end on a real cluster: the correct pipeline passes under faults, each known-bad mode
 fails with the anomaly it must show. One test per property, so JUnit shows which one broke.
 
-The short set here runs in CI: every kip447 property, and each other workload's correct mode.
-The other workloads' known-bad modes are marked chaos (nightly, `pytest -m chaos`), and
-`tests/test_reliability.py` repeats the scenarios over many seeds and reports the rates.
+The short set here runs in CI: kip447's known-bad modes, its correct mode under two fault mixes,
+and each other workload's correct mode. The rest is marked chaos (nightly, `pytest -m chaos`),
+and `tests/test_reliability.py` repeats the scenarios over many seeds and reports the rates.
 """
 
 from __future__ import annotations
@@ -117,8 +117,11 @@ SCENARIOS = [
     Scenario(
         # The instance's session expires while it is cut off; healed, it must find itself fenced.
         # Fail-fast: after a silent cut librdkafka's send-offsets can hang past its timeout (the
-        # processor then exits as hung and is replaced, so nothing is seen rejected: CI, once).
+        # processor then exits as hung and is replaced, so nothing is seen rejected).
         # The silent mode is exercised by the nemesis tests and the random nightly scenarios.
+        # Nightly: in about half the CI runs the cut met that hang (an expected failure that
+        # shows nothing); CI keeps fencing in eos-kill-zombie and eos-catalogue, and the cut
+        # itself in tests/test_nemesis.py.
         "eos-isolate-instance",
         {
             "mode": "eos",
@@ -130,6 +133,7 @@ SCENARIOS = [
         },
         must_pass=EVERY_CHECK,
         fences=True,
+        nightly=True,
     ),
     Scenario(
         "no-fencing-isolate-instance",
@@ -229,9 +233,12 @@ SCENARIOS += [
         nightly=True,
     ),
     Scenario(
+        # Nightly: CI keeps the same command under crashes in byo-expect-crash, and the
+        # black-box checks in the Streams and copier scenarios.
         "byo-kip447-crash",
         {"workload": "byo", "command": BYO_KIP447, "faults": "crash", "duration": 25},
         must_pass=BLACK_BOX,
+        nightly=True,
     ),
     Scenario(
         # Crashes only: under load a broker kill takes ~20 s to heal, and a crash scheduled
