@@ -3,10 +3,14 @@ for whole-history plans and as "i.n.s" node names for the few rows that reach Py
 
 from __future__ import annotations
 
+import functools
+import operator
+
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 TXN_KEY_FIELDS = ("instance", "incarnation", "txn_seq")  # txn_seq restarts per incarnation
+TXN_LONG_BITS = (15, 16, 32)  # txn_long's bits per field: 63, so the long stays positive
 
 
 def txn_known() -> Column:
@@ -21,6 +25,30 @@ def txn_column() -> Column:
     the few rows that reach Python.
     """
     return F.when(txn_known(), F.struct(*TXN_KEY_FIELDS))
+
+
+def txn_fits_long() -> Column:
+    """Each of the transaction's fields fits its bits in txn_long (null unless all are known).
+
+    The harness's instances and incarnations are small counters and txn_seq counts one
+    incarnation's transactions, so they always fit; a pipeline's own output headers may not."""
+    fits = [
+        F.col(name).between(0, (1 << bits) - 1)
+        for name, bits in zip(TXN_KEY_FIELDS, TXN_LONG_BITS, strict=True)
+    ]
+    return functools.reduce(operator.and_, fits)
+
+
+def txn_long() -> Column:
+    """txn_column packed in one long, for a plan that shuffles and groups every output read by
+    its transaction: a long costs less than a struct (at 10M input records the lineage stats
+    took 28.6 s against 37.7-43.2 s). Two transactions share a long only if one does not
+    fit (txn_fits_long): use it only on a history where every one does."""
+    packed, shift = F.lit(0).cast("long"), sum(TXN_LONG_BITS)
+    for name, bits in zip(TXN_KEY_FIELDS, TXN_LONG_BITS, strict=True):
+        shift -= bits
+        packed = packed + F.shiftleft(F.col(name).cast("long"), shift)
+    return F.when(txn_known(), packed)
 
 
 def txn_text(prefix: str = "") -> Column:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from eoschaos.checkers.delivery import place
-from eoschaos.checkers.lineage.keys import txn_column, txn_known
+from eoschaos.checkers.lineage.keys import txn_column, txn_fits_long, txn_known, txn_long
 from eoschaos.contract.history import FINAL_COMMITTED
 
 if TYPE_CHECKING:
@@ -24,8 +25,9 @@ def graph_stats(history: History, input_topic: str, output_topic: str) -> dict[s
     transactions that consumed it; its committed outputs are its records in the
     final-committed scan. Two Spark jobs (three shuffles); nothing per record reaches Python.
     """
-    per_input = _per_input_stats(history, input_topic, output_topic)
     distinct = _distinct_counts(history, output_topic)
+    txn = txn_column if distinct.pop("unfit") else txn_long
+    per_input = _per_input_stats(history, input_topic, output_topic, txn)
     return {
         "nodes": {
             "input": per_input["inputs"],
@@ -50,7 +52,9 @@ def graph_stats(history: History, input_topic: str, output_topic: str) -> dict[s
     }
 
 
-def _per_input_stats(history: History, input_topic: str, output_topic: str) -> dict[str, int]:
+def _per_input_stats(
+    history: History, input_topic: str, output_topic: str, txn: Callable[[], Column]
+) -> dict[str, int]:
     """Sends, input-scan records and output reads placed by record id in ONE shuffle, then
     three aggregations on that placement with no exchange between them: per output record
     (id, partition/offset), per (id, transaction), per id; then summed over the ids.
@@ -59,7 +63,8 @@ def _per_input_stats(history: History, input_topic: str, output_topic: str) -> d
     by id shuffled every read twice (at 10M input records, 72 s of a 150 s verdict).
     An id with no acked send and no input-scan record is not an input (a phantom's id): its
     outputs and reads count, its degrees do not. A position two readers saw with different ids
-    (an inconsistent-offsets anomaly) counts under each of them.
+    (an inconsistent-offsets anomaly) counts under each of them. `txn`: the transaction
+    column, txn_long where every output read's transaction fits one.
     """
     reads = history.kind("read")
     none = F.lit(None)
@@ -67,7 +72,7 @@ def _per_input_stats(history: History, input_topic: str, output_topic: str) -> d
         "id",
         F.lit(False).alias("is_input"),
         place().alias("place"),
-        txn_column().alias("txn"),
+        txn().alias("txn"),
         (F.col("process") == FINAL_COMMITTED).cast("int").alias("committed"),
     )
     inputs = (
@@ -129,7 +134,8 @@ def _distinct_counts(history: History, output_topic: str) -> dict[str, Any]:
     """Transactions (from their events or output headers), committed transactions (records
     in the final-committed scan), committed offsets and transactions per input partition, as
     distinct (tag, transaction, partition) triples counted in one job. Each task de-duplicates
-    before the shuffle, so a transaction's key travels a few times, not once per record."""
+    before the shuffle, so a transaction's key travels a few times, not once per record.
+    "unfit" counts the output reads' transactions that do not fit txn_long (nearly always 0)."""
     events = history.kind("txn")
     outputs = history.kind("read").where(F.col("topic") == output_topic)
     committing = F.col("f").isin("send-offsets", "commit-offsets") & (F.col("type") == "ok")
@@ -147,10 +153,11 @@ def _distinct_counts(history: History, output_topic: str) -> dict[str, Any]:
         .union(keyed("committed", committed, txn_column(), none))
         .union(keyed("offsets", offsets.where(txn_known()), txn_column(), F.col("entry.partition")))
         .union(keyed("src", known, txn_column(), F.col("src_partition")))
+        .union(keyed("unfit", known.where(~txn_fits_long()), txn_column(), none))
         .toDF("tag", "txn", "partition")
     )
     rows = union.distinct().groupBy("tag", "partition").count().collect()
-    counts: dict[str, Any] = dict.fromkeys(("txn", "committed", "offsets"), 0)
+    counts: dict[str, Any] = dict.fromkeys(("txn", "committed", "offsets", "unfit"), 0)
     per_partition: dict[int, int] = {}
     for row in rows:
         if row["tag"] != "src":

@@ -184,6 +184,19 @@ def test_stats_show_the_duplicated_and_the_lost_input(planted_section):
     assert stats["inputs_without_committed_output"] == 1
 
 
+def test_stats_keep_apart_transactions_whose_fields_do_not_fit_one_long(spark, tmp_path):
+    # 1.0.2**32 (the aborted attempt of id 1) and 1.1.0 (its redo) pack to the same long
+    unfit = [
+        *CLEAN[:2],
+        Txn(1, 2**32, [(1, 0, 2)], fate="abort"),
+        Txn(1, 0, [(1, 0, 3), (3, 1, 2)], incarnation=1),
+        CLEAN[4],
+    ]
+    stats = lineage_section(load_history(spark, write_run(tmp_path / "run", unfit)), {})["stats"]
+    assert stats["nodes"]["txn"] == 5
+    assert stats["edges"]["consumed-by"] == 9  # id 1 by the aborted attempt and by its redo
+
+
 def test_passing_checks_draw_no_anomaly(clean_section):
     assert clean_section["anomalies"] == []
 
