@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from eoschaos.checkers.delivery import place
@@ -133,33 +133,61 @@ def _per_input_stats(
 def _distinct_counts(history: History, output_topic: str) -> dict[str, Any]:
     """Transactions (from their events or output headers), committed transactions (records
     in the final-committed scan), committed offsets and transactions per input partition, as
-    distinct (tag, transaction, partition) triples counted in one job. Each task de-duplicates
-    before the shuffle, so a transaction's key travels a few times, not once per record.
-    "unfit" counts the output reads' transactions that do not fit txn_long (nearly always 0)."""
+    distinct (tag, transaction, partition) triples counted in one job.
+
+    The output reads are scanned once: each task de-duplicates them to (transaction,
+    committed, source partition, fits) before the shuffle, so a transaction's key travels a few
+    times, not once per record, and only those few rows are exploded into their tags (one scan
+    per tag took twice as long at 10M input records: 7.5 s against 3.7 s).
+    "unfit" counts the output reads' transactions that do not fit txn_long (nearly always 0).
+    """
     events = history.kind("txn")
     outputs = history.kind("read").where(F.col("topic") == output_topic)
     committing = F.col("f").isin("send-offsets", "commit-offsets") & (F.col("type") == "ok")
     offsets = events.where(committing).select("*", F.explode("offsets").alias("entry"))
-    none = F.lit(None)
+    none = F.lit(None).cast("int")
 
-    def keyed(tag: str, frame: DataFrame, txn: Column, partition: Column) -> DataFrame:
-        return frame.select(F.lit(tag), txn, partition.cast("int"))
+    def tagged(tag: str, partition: Column = none) -> Column:
+        return F.struct(F.lit(tag).alias("tag"), F.col("txn"), partition.alias("partition"))
 
-    known = outputs.where(txn_known())
-    committed = known.where(F.col("process") == FINAL_COMMITTED)
-    union = (
-        keyed("txn", events.where(txn_known()), txn_column(), none)
-        .union(keyed("txn", known, txn_column(), none))
-        .union(keyed("committed", committed, txn_column(), none))
-        .union(keyed("offsets", offsets.where(txn_known()), txn_column(), F.col("entry.partition")))
-        .union(keyed("src", known, txn_column(), F.col("src_partition")))
-        .union(keyed("unfit", known.where(~txn_fits_long()), txn_column(), none))
+    per_read = (
+        outputs.where(txn_known())
+        .select(
+            txn_column().alias("txn"),
+            (F.col("process") == FINAL_COMMITTED).alias("committed"),
+            F.col("src_partition").cast("int").alias("src"),
+            txn_fits_long().alias("fits"),
+        )
+        .distinct()
+    )
+    from_reads = (
+        per_read.select(
+            F.explode(
+                F.array(
+                    tagged("txn"),
+                    F.when(F.col("committed"), tagged("committed")),
+                    tagged("src", F.col("src")),
+                    F.when(~F.col("fits"), tagged("unfit")),
+                )
+            ).alias("row")
+        )
+        .where(F.col("row").isNotNull())
+        .select("row.*")
+    )
+    from_events = (
+        events.where(txn_known())
+        .select(F.lit("txn"), txn_column(), none)
+        .union(
+            offsets.where(txn_known()).select(
+                F.lit("offsets"), txn_column(), F.col("entry.partition").cast("int")
+            )
+        )
         .toDF("tag", "txn", "partition")
     )
-    rows = union.distinct().groupBy("tag", "partition").count().collect()
+    rows = from_events.unionByName(from_reads).distinct().groupBy("tag", "partition").count()
     counts: dict[str, Any] = dict.fromkeys(("txn", "committed", "offsets", "unfit"), 0)
     per_partition: dict[int, int] = {}
-    for row in rows:
+    for row in rows.collect():
         if row["tag"] != "src":
             counts[row["tag"]] += row["count"]
         elif row["partition"] is not None:
