@@ -75,20 +75,28 @@ def dependency_cycles(history: History, input_topic: str, output_topic: str) -> 
 
 
 def find_cycles(edges: list[tuple[str, str, str]]) -> dict[str, Any]:
-    """Count G0 (ww only) and G1c (with a wr edge) components; up to three example cycles."""
-    graph = nx.DiGraph()
+    """Count G0 (ww only) and G1c (with a wr edge) components; up to three example cycles.
+
+    The ww graph is built as a graph of its own, not as a view of the whole one (networkx's
+    views cost as much again per step of the search), and without a wr edge there is no G1c
+    to search for."""
+    types: dict[tuple[str, str], set[str]] = {}
     for source, target, kind in edges:
-        if graph.has_edge(source, target):
-            graph[source][target]["types"].add(kind)
-        else:
-            graph.add_edge(source, target, types={kind})
-    ww_graph = graph.edge_subgraph(
-        (source, target) for source, target, data in graph.edges(data=True) if "ww" in data["types"]
+        types.setdefault((source, target), set()).add(kind)
+    graph, ww_graph = nx.DiGraph(), nx.DiGraph()
+    graph.add_edges_from(
+        (source, target, {"types": kinds}) for (source, target), kinds in types.items()
     )
+    ww_graph.add_edges_from(
+        (source, target, {"types": kinds})
+        for (source, target), kinds in types.items()
+        if "ww" in kinds
+    )
+    wr_edges = sum("wr" in kinds for kinds in types.values())
     g0 = _cyclic_components(ww_graph)
     g1c = [
         component
-        for component in _cyclic_components(graph)
+        for component in (_cyclic_components(graph) if wr_edges else [])
         if any(
             "wr" in graph[source][target]["types"]
             for source, target in graph.subgraph(component).edges
@@ -101,8 +109,8 @@ def find_cycles(edges: list[tuple[str, str, str]]) -> dict[str, Any]:
         "G1c": len(g1c),
         "examples": examples[:MAX_CYCLE_EXAMPLES],
         "transactions": graph.number_of_nodes(),
-        "ww_edges": sum("ww" in data["types"] for _, _, data in graph.edges(data=True)),
-        "wr_edges": sum("wr" in data["types"] for _, _, data in graph.edges(data=True)),
+        "ww_edges": ww_graph.number_of_edges(),
+        "wr_edges": wr_edges,
         "note": CYCLE_NOTE,
     }
 
