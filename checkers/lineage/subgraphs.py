@@ -187,15 +187,15 @@ def _rows_of(
     for topic, partition, offset in places:
         place = (F.col("topic") == topic) & (F.col("partition") == partition)
         condition = condition | (place & (F.col("offset") == offset))
-    if len(txn_list) <= TXNS_IN_FILTER:
+    few_txns = len(txn_list) <= TXNS_IN_FILTER
+    if few_txns:
         for txn in txn_list:
             condition = condition | functools.reduce(
                 operator.and_,
                 (F.col(name) == value for name, value in zip(TXN_KEY_FIELDS, txn, strict=True)),
             )
-        txn_list = []
     rows = frame.where(condition)
-    if txn_list:
+    if not few_txns:
         wanted = frame.sparkSession.createDataFrame(
             txn_list, "instance INT, incarnation INT, txn_seq LONG"
         )
