@@ -100,22 +100,23 @@ def compact_history(spark: SparkSession, run_dir: Path) -> None:
     """
     run_dir = Path(run_dir)
     read_manifest(run_dir)
-    raw = _raw_jsonl(spark, run_dir / HISTORY_DIR)  # split as Spark splits files: no coalesce
+    directory = run_dir / HISTORY_DIR
+    lines = _jsonl_lines(spark, directory)  # split as Spark splits files: no coalesce
     target = run_dir / PARQUET_DIR
     staging = run_dir / f"{PARQUET_DIR}.tmp"
     shutil.rmtree(staging, ignore_errors=True)
     unparsed = Observation("unparsed")
-    parsed = raw.observe(unparsed, F.count(CORRUPT).alias("lines")).filter(F.col(CORRUPT).isNull())
+    parsed = lines.observe(unparsed, F.count(CORRUPT).alias("lines")).filter(
+        F.col(CORRUPT).isNull()
+    )
     try:
         write_parquet(parsed.select(*event_schema().fieldNames()), staging)
-        damage = _damage(raw.cache()) if unparsed.get["lines"] else []
+        damage = _damage_in(spark, directory) if unparsed.get["lines"] else []
     except (PySparkException, Py4JJavaError, EoschaosError) as error:
         shutil.rmtree(staging, ignore_errors=True)
         if not isinstance(error, EoschaosError):
-            _raise_if_executors_cannot_read(error, run_dir / HISTORY_DIR)
+            _raise_if_executors_cannot_read(error, directory)
         raise
-    finally:
-        raw.unpersist()
     if damage:
         (staging / DAMAGE_NOTE).write_text(json.dumps(damage) + "\n")
     shutil.rmtree(target, ignore_errors=True)
@@ -180,9 +181,9 @@ def _read_jsonl(spark: SparkSession, directory: Path) -> tuple[DataFrame, list[s
     return raw.filter(F.col(CORRUPT).isNull()).select(*event_schema().fieldNames()), damage, raw
 
 
-def _raw_jsonl(spark: SparkSession, directory: Path) -> DataFrame:
+def _jsonl_lines(spark: SparkSession, directory: Path) -> DataFrame:
     """Every line of the history files, with the text of those that did not parse as an event
-    of the schema (in CORRUPT) and the file each came from."""
+    of the schema (in CORRUPT)."""
     files = sorted(directory.glob("*.jsonl"))
     if not files:
         raise EoschaosError(
@@ -193,8 +194,24 @@ def _raw_jsonl(spark: SparkSession, directory: Path) -> DataFrame:
         .option("mode", "PERMISSIVE")
         .option("columnNameOfCorruptRecord", CORRUPT)
         .json([str(f) for f in files])
-        .select("*", F.col("_metadata.file_path").alias("_file"))
     )
+
+
+def _raw_jsonl(spark: SparkSession, directory: Path) -> DataFrame:
+    """_jsonl_lines with the file each line came from, which a damage note names. Only where
+    damage is looked for: the column is not pruned from a write that never reads it, and at 10M
+    input records it made compaction 40 s slower (docs/benchmarks.md)."""
+    return _jsonl_lines(spark, directory).select("*", F.col("_metadata.file_path").alias("_file"))
+
+
+def _damage_in(spark: SparkSession, directory: Path) -> list[str]:
+    """_damage of DIRECTORY's lines, parsed again: compaction asks only when its write counted
+    lines that did not parse, which is rare (a writer killed mid-line)."""
+    raw = _raw_jsonl(spark, directory).cache()
+    try:
+        return _damage(raw)
+    finally:
+        raw.unpersist()
 
 
 def _size(directory: Path) -> int:
