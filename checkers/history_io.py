@@ -200,7 +200,7 @@ def _jsonl_lines(spark: SparkSession, directory: Path) -> DataFrame:
 def _raw_jsonl(spark: SparkSession, directory: Path) -> DataFrame:
     """_jsonl_lines with the file each line came from, which a damage note names. Only where
     damage is looked for: the column is not pruned from a write that never reads it, and at 10M
-    input records it made compaction 40 s slower (docs/benchmarks.md)."""
+    input records it made compaction 30-40 s slower (docs/benchmarks.md)."""
     return _jsonl_lines(spark, directory).select("*", F.col("_metadata.file_path").alias("_file"))
 
 
