@@ -1,5 +1,6 @@
-"""Run directories whose host processes (brokers, Toxiproxy) were started and not yet stopped:
-the registry `eoschaos cleanup` reads after a crash, and how such a run dir is stopped."""
+"""Directories whose host processes were started and not yet stopped -- a cluster's (brokers,
+Toxiproxy) and a workload's (its instances) -- the registry `eoschaos cleanup` reads after a
+crash, and how such a directory is stopped."""
 
 from __future__ import annotations
 
@@ -30,11 +31,17 @@ def register_run_dir(run_dir: Path) -> None:
     _registry_entry(run_dir).write_text(str(run_dir))
 
 
+def unregister_run_dir(run_dir: Path) -> None:
+    _registry_entry(run_dir).unlink(missing_ok=True)
+
+
 def registered_run_dirs() -> list[Path]:
-    """Run dirs whose processes were started and not yet stopped (a crash leaves them here)."""
+    """Dirs whose processes were started and not yet stopped (a crash leaves them here),
+    workloads before clusters: instances go before the brokers they talk to."""
     if not _active_registry().is_dir():
         return []
-    return [Path(p.read_text().strip()) for p in sorted(_active_registry().iterdir())]
+    found = [Path(p.read_text().strip()) for p in sorted(_active_registry().iterdir())]
+    return sorted(found, key=lambda run_dir: (run_dir / CLUSTER_FILE).is_file())
 
 
 def registered_within(path: Path) -> list[Path]:
@@ -44,7 +51,9 @@ def registered_within(path: Path) -> list[Path]:
 
 
 def stop_run_dir(run_dir: Path, timeout: float = 5.0) -> list[str]:
-    """Stop every process recorded in `run_dir`, brokers before Toxiproxy; return their names."""
+    """Stop every process recorded in `run_dir`, brokers before Toxiproxy, then any process
+    still marked as the run dir's (what they started, or one that left its group); return
+    their names."""
     pid_dir = run_dir / "pids"
     procs = processes.read_pid_files(pid_dir)
     nodes = [p for p in procs if p.name != "toxiproxy"]
@@ -56,6 +65,8 @@ def stop_run_dir(run_dir: Path, timeout: float = 5.0) -> list[str]:
         for proc in group:
             processes.remove_pid_file(pid_dir, proc.name)
             stopped.append(proc.name)
-    _registry_entry(run_dir).unlink(missing_ok=True)
+    for stray in processes.stop_strays(run_dir, timeout):
+        stopped.append(f"{stray.pid} ({' '.join(stray.cmd)[:60]})")
+    unregister_run_dir(run_dir)
     packet_drop.release_tagged(packet_drop.tag_for(run_dir))  # a stranded connection's rules
     return stopped

@@ -276,6 +276,7 @@ def cmd_cluster(args: argparse.Namespace) -> int:
 
 
 def cmd_cleanup(args: argparse.Namespace) -> int:
+    from eoschaos.clusters.processes import stop_strays
     from eoschaos.clusters.registry import (
         is_run_dir,
         registered_run_dirs,
@@ -313,6 +314,11 @@ def cmd_cleanup(args: argparse.Namespace) -> int:
         total += len(stopped)
         if stopped:
             print(f"{run_dir}: stopped {', '.join(stopped)}")
+    if args.run_dir is not None:  # what no registered dir inside it still names
+        strays = stop_strays(args.run_dir)
+        total += len(strays)
+        for stray in strays:
+            print(f"{args.run_dir}: stopped {stray.pid} ({' '.join(stray.cmd)[:60]})")
     print(f"cleanup done: {total} processes stopped in {len(targets)} run dirs")
     return EXIT_OK
 

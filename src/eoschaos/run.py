@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import faulthandler
 import json
+import os
 import platform
 import threading
 import time
@@ -385,12 +386,15 @@ def record_on_cluster(config: RunConfig, run_dir: Path, cluster_dir: Path) -> No
     import subprocess
     import sys
 
+    from eoschaos.contract.instance_env import PARENT_PID
+
     with subprocess.Popen(
         [sys.executable, "-m", "eoschaos.run", str(cluster_dir), str(run_dir)],
         stdin=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        env={**os.environ, PARENT_PID: str(os.getpid())},  # its orphan watch's parent
     ) as child:
         try:
             _, stderr = child.communicate(json.dumps(config.to_json()))

@@ -27,12 +27,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from eoschaos.clusters import processes
+from eoschaos.clusters.registry import register_run_dir, unregister_run_dir
 from eoschaos.contract.history import SUPERVISOR, HistoryWriter, instance_name
 
 WATCH_INTERVAL_S = 0.1
 RESTART_AFTER_CLEAN_EXIT_S = 1.0
 TWIN_INCARNATION = 1000
 TWIN_STOP_TIMEOUT_S = 10.0
+STRAY_GRACE_S = 5.0  # for what an instance started to end after it
 
 
 @dataclass(frozen=True)
@@ -94,6 +96,8 @@ class Supervisor:
         self._twins: dict[str, _Running] = {}
         self._stopping = threading.Event()
         self._watcher = threading.Thread(target=self._watch, name=SUPERVISOR, daemon=True)
+        # every instance dies with the harness, and not before stop() with a thread of it
+        self._spawner = processes.Spawner(f"{SUPERVISOR}-spawner")
         self._started_at: dict[str, float] = {}
         self._restart_at: dict[int, tuple[float, int]] = {}  # instance -> (when, incarnation)
         self.exits: list[Exit] = []  # every exit of a supervised instance, in order
@@ -103,6 +107,9 @@ class Supervisor:
         return self._workload_dir / "pids"
 
     def start(self) -> None:
+        # before the first instance: a harness killed from here on leaves its instances
+        # where `eoschaos cleanup` looks
+        register_run_dir(self._workload_dir)
         for instance in range(self._count):
             self._start(instance, 0)
         self._watcher.start()
@@ -174,6 +181,16 @@ class Supervisor:
                     )
                 processes.kill(proc.managed, proc.popen)
         self._reap()
+        # what the instances started and left behind (a user's command's children; a Spark
+        # driver's JVM, which ends on its own once its driver has gone)
+        deadline = time.monotonic() + STRAY_GRACE_S
+        while processes.strays(self._workload_dir) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        for stray in processes.stop_strays(self._workload_dir, timeout):
+            command = " ".join(stray.cmd)[:80]
+            print(f"{stray.pid} ({command}) outlived its instance; stopped", file=sys.stderr)
+        unregister_run_dir(self._workload_dir)
+        self._spawner.close()
         self._history.close()
 
     def _signal(self, instance: int, sig: signal.Signals) -> None:
@@ -192,12 +209,8 @@ class Supervisor:
     def _spawn(self, instance: int, incarnation: int, txn_id: str | None, *, twin: bool) -> str:
         name = instance_name(instance, incarnation)
         launch = self._launch(instance, incarnation, txn_id)
-        popen, managed = processes.spawn(
-            name,
-            launch.argv,
-            self.log_of(instance, incarnation),
-            self.pid_dir,
-            env=launch.env,
+        popen, managed = self._spawner.spawn(
+            name, launch.argv, self.log_of(instance, incarnation), self.pid_dir, launch.env
         )
         info = InstanceInfo(instance, incarnation, txn_id, popen.pid, time.time())
         with self._lock:

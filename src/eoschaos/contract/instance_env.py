@@ -13,3 +13,8 @@ GROUP_ID = "EOSCHAOS_GROUP_ID"
 TRANSACTIONAL_ID = "EOSCHAOS_TRANSACTIONAL_ID"  # empty in modes without transactions
 STATE_DIR = "EOSCHAOS_STATE_DIR"  # the instance's own, kept across its incarnations
 LOG_DIR = "EOSCHAOS_LOG_DIR"
+
+# Set on every process eoschaos starts (brokers, Toxiproxy, instances, their children inherit
+# them), so that nothing it started can outlive it unnoticed:
+OWNER_DIR = "EOSCHAOS_OWNER_DIR"  # the run dir that started it: cleanup finds it by this
+PARENT_PID = "EOSCHAOS_PARENT_PID"  # the harness that started it: gone, the process exits
