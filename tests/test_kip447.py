@@ -179,7 +179,7 @@ def test_eos_output_records_carry_their_lineage(eos_run: Run) -> None:
             source["partition"],
             source["offset"],
         )
-        assert read["txn_id"] == f"kip447-{read['instance']}"
+        assert read["txn_id"] == f"{eos_run.config.group}-{read['instance']}"
         assert read["generation"] >= 1
 
 
@@ -245,7 +245,7 @@ def test_killed_instance_is_replaced_by_its_next_incarnation_with_the_same_trans
         ("start", 1, None),
         ("exit", 1, "0"),
     ]
-    assert {e["txn_id"] for e in instance_1} == {"kip447-1"}
+    assert {e["txn_id"] for e in instance_1} == {f"{eos_kill_run.config.group}-1"}
 
 
 def test_a_second_crash_right_after_the_first_hits_the_replacement(

@@ -21,8 +21,24 @@ def test_defaults_are_those_eoschaos_run_documents():
     config = RunConfig.from_options()
     assert (config.workload, config.mode, config.duration) == ("kip447", "eos", 30.0)
     assert config.pipeline.instances == 3
-    assert config.pipeline.group == "eoschaos-kip447"
+    assert config.pipeline.group.startswith("eoschaos-kip447-")
     assert config.start_timeout == 60.0
+
+
+def test_two_runs_share_no_topic_group_or_transactional_id():
+    """A client left from one run (an orphan, a stale address) can never enter the next:
+    everything it could read, write, join or fence is named for its own run."""
+    first, second = RunConfig.from_options().pipeline, RunConfig.from_options().pipeline
+    assert first.input_topic != second.input_topic
+    assert first.output_topic != second.output_topic
+    assert first.group != second.group
+    assert first.transactional_id_prefix != second.transactional_id_prefix
+
+
+def test_names_given_explicitly_are_kept():
+    config = RunConfig.from_options(input_topic="in", output_topic="out", group="g")
+    assert (config.pipeline.input_topic, config.pipeline.output_topic) == ("in", "out")
+    assert config.pipeline.group == "g"
 
 
 def test_the_workload_receives_the_duration_as_its_seeding_time():

@@ -14,7 +14,6 @@ from pathlib import Path
 from eoschaos.workloads.harness.supervisor import Launch, Supervisor
 
 MODES = ("eos", "alos")  # passed on as EOSCHAOS_MODE; what they mean is the pipeline's business
-TRANSACTIONAL_ID_PREFIX = "eoschaos-byo"
 
 
 class CommandPipeline:
@@ -24,7 +23,7 @@ class CommandPipeline:
     joins_group = False  # the pipeline may not use a consumer group; output is the signal
     extra_topics: tuple[str, ...] = ()
 
-    def __init__(self, command: str, txn_prefix: str = TRANSACTIONAL_ID_PREFIX) -> None:
+    def __init__(self, command: str, txn_prefix: str) -> None:
         self.command = command
         self._txn_prefix = txn_prefix
 

@@ -34,9 +34,12 @@ class CopierPipeline:
     joins_group = False  # manual assignment, as in Kafka's system test
     extra_topics: tuple[str, ...] = ()
 
-    def __init__(self, dist: KafkaDistribution, mode: str, partitions: int) -> None:
+    def __init__(
+        self, dist: KafkaDistribution, mode: str, partitions: int, txn_prefix: str
+    ) -> None:
         self._dist = dist
         self._mode = mode
+        self._txn_prefix = txn_prefix
         self._partitions = partitions
 
     @staticmethod
@@ -78,8 +81,8 @@ class CopierPipeline:
 
     def transactional_id(self, instance: int, incarnation: int) -> str | None:
         if self._mode == "no-fencing":
-            return f"copier-{instance}-{incarnation}-{uuid.uuid4().hex[:8]}"
-        return f"copier-{instance}"
+            return f"{self._txn_prefix}-{instance}-{incarnation}-{uuid.uuid4().hex[:8]}"
+        return f"{self._txn_prefix}-{instance}"
 
     def transactional_ids(self, supervisor: Supervisor) -> set[str] | None:
         return set(supervisor.transactional_ids())

@@ -135,14 +135,16 @@ def build_workload(
     if config.workload == "kip447":
         return Kip447Workload(config, bootstrap, run_dir, dist, progress, instance_bootstrap)
     if config.workload == "copier":
-        pipeline = copier.CopierPipeline(dist, config.mode, config.partitions)
+        pipeline = copier.CopierPipeline(
+            dist, config.mode, config.partitions, config.transactional_id_prefix
+        )
     elif config.workload == "streams":
         app = build_streams_app(config.client_version or dist.version, progress)
         pipeline = streams.StreamsPipeline(app, config.output_topic)
     elif config.workload == "spark":
-        pipeline = spark.SparkPipeline(config.mode)
+        pipeline = spark.SparkPipeline(config.mode, config.transactional_id_prefix)
     elif config.workload == "byo":
-        pipeline = byo.CommandPipeline(config.command or "")
+        pipeline = byo.CommandPipeline(config.command or "", config.transactional_id_prefix)
     else:
         raise EoschaosError(f"unknown workload {config.workload!r}")
     return PipelineWorkload(

@@ -10,6 +10,7 @@ field on the way down; run.json keeps its flat shape (`to_manifest`), which the 
 from __future__ import annotations
 
 import re
+import secrets
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -68,6 +69,21 @@ RUN_OPTIONS = (
 OPTIONS = PIPELINE_OPTIONS + RUN_OPTIONS
 
 
+def names_of_a_run(workload: str, label: str = "") -> dict[str, str]:
+    """Input and output topics and a group (the prefix of the transactional.ids the harness
+    assigns, and a Streams app's application.id) that no other run shares: a random token,
+    after an optional readable label. A client left from an earlier run on the same machine --
+    an orphan, or a user's process still pointing at the old address -- then finds none of
+    this run's topics (auto-creation is off), never joins its group and never fences its
+    transactional.ids, even when this run's cluster took the earlier one's ports."""
+    tag = "-".join(part for part in (label, secrets.token_hex(4)) if part)
+    return {
+        "input_topic": f"input-{tag}",
+        "output_topic": f"output-{tag}",
+        "group": f"eoschaos-{workload}-{tag}",
+    }
+
+
 @dataclass
 class RunConfig:
     """Everything a run was asked for: the pipeline's part, and the faults and cluster around
@@ -106,7 +122,8 @@ class RunConfig:
         )
         asked_instances = pipeline.pop("instances", None)
         workload = pipeline.setdefault("workload", "kip447")
-        pipeline.setdefault("group", f"eoschaos-{workload}")
+        for option, name in names_of_a_run(workload).items():
+            pipeline.setdefault(option, name)
         duration = options.pop("duration", DEFAULT_DURATION_S)
         # input flows while any fault can hit
         pipeline_config = PipelineConfig(**pipeline, seed_seconds=duration)

@@ -95,7 +95,7 @@ def eoschaos_run(
     verdict and the report's path are recorded as test properties, so `--junitxml` carries
     them next to the test.
     """
-    from eoschaos.config import RunConfig
+    from eoschaos.config import RunConfig, names_of_a_run
     from eoschaos.contract.rundir import REPORT_FILE
     from eoschaos.run import judge_run, record_on_cluster
 
@@ -103,9 +103,7 @@ def eoschaos_run(
         number = next(_run_numbers)
         suffix = f"{number}-{options.get('mode', 'eos')}-s{options.get('seed', 0)}"
         config = RunConfig.from_options(
-            input_topic=f"input-{suffix}",
-            output_topic=f"output-{suffix}",
-            group=f"group-{suffix}",
+            **names_of_a_run(options.get("workload", "kip447"), suffix),
             kafka_version=eoschaos_cluster.dist.version,
             **options,
         )

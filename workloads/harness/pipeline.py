@@ -87,6 +87,12 @@ class PipelineConfig:
     client_version: str = ""
     extra_env: dict[str, str] = field(default_factory=dict)
 
+    @property
+    def transactional_id_prefix(self) -> str:
+        """The transactional.ids the harness assigns are `<prefix>-<instance>`: the group's
+        name, unique per run like the topics', so no client of another run can fence ours."""
+        return self.group
+
 
 class Pipeline(Protocol):
     """The part of a workload that differs from one pipeline to the next."""

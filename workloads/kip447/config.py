@@ -74,7 +74,7 @@ class ProcessorConfig:
         )
 
 
-def transactional_id(mode: str, instance: int, incarnation: int) -> str | None:
+def transactional_id(prefix: str, mode: str, instance: int, incarnation: int) -> str | None:
     """The transactional.id an instance's incarnation runs with (None: no transactions).
 
     Stable per instance in the fencing modes, so a replacement's init_transactions fences its
@@ -83,5 +83,5 @@ def transactional_id(mode: str, instance: int, incarnation: int) -> str | None:
     if mode == "alos":
         return None
     if mode == "no-fencing":
-        return f"kip447-{instance}-{incarnation}-{uuid.uuid4().hex[:8]}"
-    return f"kip447-{instance}"
+        return f"{prefix}-{instance}-{incarnation}-{uuid.uuid4().hex[:8]}"
+    return f"{prefix}-{instance}"

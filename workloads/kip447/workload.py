@@ -63,7 +63,9 @@ class Kip447Pipeline:
         return Launch(argv, env)
 
     def transactional_id(self, instance: int, incarnation: int) -> str | None:
-        return transactional_id(self.config.mode, instance, incarnation)
+        return transactional_id(
+            self.config.transactional_id_prefix, self.config.mode, instance, incarnation
+        )
 
     def transactional_ids(self, supervisor: Supervisor) -> set[str] | None:
         return set(supervisor.transactional_ids())

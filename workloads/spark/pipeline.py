@@ -34,8 +34,9 @@ class SparkPipeline:
     joins_group = False  # the Kafka source assigns partitions itself
     extra_topics: tuple[str, ...] = ()  # the job creates its batch-marker topic (mode eos)
 
-    def __init__(self, mode: str) -> None:
+    def __init__(self, mode: str, txn_prefix: str) -> None:
         self._mode = mode
+        self._txn_prefix = txn_prefix
         self._planned_at: tuple[Path, int, int] | None = None  # (state dir, batch, output end)
 
     def prepare(self, workload_dir: Path) -> None:
@@ -45,7 +46,7 @@ class SparkPipeline:
         return Launch([sys.executable, "-m", "eoschaos.workloads.spark.job"], env)
 
     def transactional_id(self, instance: int, incarnation: int) -> str | None:
-        return f"spark-{instance}" if self._mode == "eos" else None
+        return f"{self._txn_prefix}-{instance}" if self._mode == "eos" else None
 
     def transactional_ids(self, supervisor: Supervisor) -> set[str] | None:
         return set(supervisor.transactional_ids())

@@ -117,7 +117,7 @@ def _run_cell(
         "seconds": {"cluster": shared.take_start_seconds()},
     }
     try:
-        config = run.config(f"m{number}-{os.getpid()}")
+        config = run.config(f"m{number}")
         started = time.monotonic()
         record_on_cluster(config, run_dir, shared.ensure_healthy().run_dir)
         row["seconds"]["record"] = round(time.monotonic() - started, 1)

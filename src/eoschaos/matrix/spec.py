@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from eoschaos.clusters import kafka_dist
-from eoschaos.config import OPTIONS, RunConfig
+from eoschaos.config import OPTIONS, RunConfig, names_of_a_run
 from eoschaos.contract.errors import EoschaosError
 
 # Options the matrix sets per cell run itself: it shares one cluster per Kafka version and
@@ -98,9 +98,7 @@ class CellRun:
             **self.options,
             seed=self.seed,
             kafka_version=self.kafka_version,
-            input_topic=f"input-{suffix}",
-            output_topic=f"output-{suffix}",
-            group=f"group-{suffix}",
+            **names_of_a_run(self.options.get("workload", "kip447"), suffix),
         )
 
 
