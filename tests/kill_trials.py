@@ -41,6 +41,7 @@ from listening import descendants, is_loopback, listening_addresses, listening_s
 from eoschaos.clusters.container_runtime import detect_runtime
 from eoschaos.clusters.containers_backend import RUN_LABEL
 from eoschaos.matrix.spec import load_matrix
+from eoschaos.workloads.harness.supervisor import TWIN_INCARNATION
 
 # A short kip447 eos run with a broker kill: cluster ~15 s, workload 20 s, then final scans,
 # compaction and the check.
@@ -56,6 +57,9 @@ PHASES = [
     ("compaction", "[eoschaos] compacting the history"),
     ("checking", "[eoschaos] checking the history"),
 ]
+# Not a progress line: the moment the supervisor restarted a crashed instance, read from the
+# PID file of an incarnation after the first (`processor-<instance>.<incarnation>.json`).
+INSTANCE_RESTART = "instance restart"
 ACTIVE_WITHIN_S = 1.0  # a writer with an event this close to the kill was writing when it came
 # a commit this long before the kill had time to be read and flushed: the flush interval
 # (0.5 s) and the observer's poll (0.2 s)
@@ -121,7 +125,7 @@ class Trial(Kill):
             found.append(f"the re-check printed a traceback: {self.check_last_line}")
         if self.check_exit == 2 and not self.check_last_line.startswith("eoschaos: error: "):
             found.append(f"exit 2 without one error line: {self.check_last_line}")
-        if self.check_exit not in (0, 1, 2, 3):
+        if self.check_exit not in (None, 0, 1, 2, 3):  # None: not re-checked
             found.append(f"re-check exit {self.check_exit}: {self.check_last_line}")
         if self.check_verdict == "PASS" and not self.check_complete:
             found.append("an incomplete history read as PASS")
@@ -174,15 +178,19 @@ def run_trial(
     run_args: list[str],
     env: dict[str, str] | None = None,
     deadline_s: float = 600.0,
+    recheck: bool = True,
 ) -> Trial:
     """Start `eoschaos run RUN_ARGS --out RUN_DIR`, SIGKILL it `delay_s` after the progress
-    line of phase `moment` (or after start, for moment "random"), clean up, re-check."""
+    line of phase `moment` (or after start, for moment "random"; or after a crashed instance's
+    replacement started, for INSTANCE_RESTART), clean up, re-check (unless told not to)."""
     trial = Trial(moment, round(delay_s, 2), run_dir=str(run_dir))
     ports_before = _listening_ports()
     command = ["run", *run_args, "--out", str(run_dir)]
     _start_and_kill(trial, command, _run_phase, run_dir, env, deadline_s)
     trial.writer_loss_s = _writer_loss(run_dir, trial.killed_wall, _records(run_args))
     _clean_up(trial, run_dir, ports_before, env)
+    if not recheck:
+        return trial
     check = run_eoschaos("check", str(run_dir), env=env)
     lines = check.stderr.strip().splitlines()
     trial.check_exit = check.returncode
@@ -258,6 +266,8 @@ def _start_and_kill(
     listened: set[str] = set()
     sampled = 0.0
     while child.poll() is None and time.monotonic() - started < deadline_s:
+        if aim == INSTANCE_RESTART and aim not in seen and _restarted(directory):
+            seen[aim] = time.monotonic() - started
         since = seen.get(aim, float("inf")) if aim is not None else 0.0
         if time.monotonic() - started >= since + kill.delay_s:
             break
@@ -278,6 +288,15 @@ def _start_and_kill(
     reader.join(timeout=5)
     kill.listened_on = sorted(listened)
     kill.phase_hit = max(seen, key=seen.get) if seen else "before any progress"
+
+
+def _restarted(run_dir: Path) -> bool:
+    """A replacement instance was started: a PID file of incarnation 1 or later (not a twin)."""
+    for pid_file in (run_dir / "workload" / "pids").glob("*.json"):
+        incarnation = pid_file.stem.rsplit(".", 1)[-1]
+        if incarnation.isdigit() and 1 <= int(incarnation) < TWIN_INCARNATION:
+            return True
+    return False
 
 
 def _clean_up(kill: Kill, directory: Path, ports_before: set[int], env) -> None:

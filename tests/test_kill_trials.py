@@ -13,12 +13,42 @@ from __future__ import annotations
 
 import os
 import random
+import sys
 from pathlib import Path
 
 import pytest
-from kill_trials import RUN_ARGS, RUN_SECONDS, matrix_trial, random_trial, run_trial
+from kill_trials import (
+    INSTANCE_RESTART,
+    RUN_ARGS,
+    RUN_SECONDS,
+    matrix_trial,
+    random_trial,
+    run_trial,
+)
 
 CI_MATRIX = Path(__file__).resolve().parent.parent / "chaos" / "matrices" / "ci.toml"
+SHORT = ["--duration", "20", "--records", "2400", "--seed", "7"]
+BYO_KIP447 = [
+    "--workload",
+    "byo",
+    "--command",
+    f"{sys.executable} -m eoschaos.workloads.kip447.processor --env",
+]
+# Crashes from 3 s on: the first replacement starts a few seconds into the workload.
+CRASH_RUN_ARGS = {
+    "kip447": ["--workload", "kip447", "--faults", "crash", *SHORT],
+    "streams": ["--workload", "streams", "--faults", "crash", *SHORT],
+    "byo": [*BYO_KIP447, "--faults", "crash", *SHORT],
+}
+# Every workload, killed at a uniform moment over a whole run (start to report, seconds on
+# the 2-core machine): a kip447 run with a broker kill, the others under crashes.
+RANDOM_RUN_ARGS = {
+    "kip447": (RUN_ARGS, RUN_SECONDS),
+    "streams": (CRASH_RUN_ARGS["streams"], 100.0),
+    "spark": (["--workload", "spark", "--faults", "crash", *SHORT], 150.0),
+    "copier": (["--workload", "copier", "--faults", "crash", *SHORT], 80.0),
+    "byo": (CRASH_RUN_ARGS["byo"], 80.0),
+}
 NIGHTLY_TRIALS = int(os.environ.get("EOSCHAOS_KILL_TRIALS", "50"))  # ~55 s each
 MATRIX_SECONDS = 115.0  # eoschaos matrix ci.toml, start to index, on the 2-core machine
 
@@ -32,7 +62,7 @@ def assert_nothing_lost_or_left(trial) -> None:
     ("moment", "delay_s"),
     [
         ("cluster start", 2.0),
-        ("workload", 6.0),
+        pytest.param("workload", 6.0, marks=pytest.mark.chaos),  # CI: the restart trial below
         pytest.param("checking", 1.0, marks=pytest.mark.chaos),
     ],
 )
@@ -51,10 +81,47 @@ def test_a_run_killed_during_a_phase_leaves_nothing_and_never_reads_as_pass(
 
 
 @pytest.mark.cluster
+@pytest.mark.parametrize(
+    "workload",
+    [
+        "kip447",
+        # a JVM, and a user's command below a shell: the two kinds eoschaos does not write
+        pytest.param("streams", marks=pytest.mark.chaos),
+        "byo",
+    ],
+)
+def test_a_run_killed_right_after_a_crashed_instance_was_replaced_leaves_no_process(
+    tmp_path, workload
+):
+    """The moment that left a processor running for minutes, parent PID 1, and a Streams JVM
+    that joined the next run's cluster: the replacement started after a `crash` fault, by a
+    harness then killed with SIGKILL. After `eoschaos cleanup RUN_DIR` no process names the
+    run dir in its command line or environment (read from the whole process table)."""
+    trial = run_trial(
+        tmp_path / "run",
+        INSTANCE_RESTART,
+        0.5,
+        CRASH_RUN_ARGS[workload],
+        recheck=workload == "kip447",  # the re-check of a killed run is the other trials' job
+    )
+    assert not trial.finished_first, "the run ended before the kill: it tests nothing"
+    assert trial.phase_hit == INSTANCE_RESTART, trial
+    assert_nothing_lost_or_left(trial)
+    assert trial.listened_on, "the run's listening sockets must have been seen"
+    if workload == "kip447":  # mid-run: the history exists and is judged unfinished
+        assert (trial.check_verdict, trial.check_complete) in (("UNKNOWN", False), ("FAIL", False))
+        assert trial.check_exit in (1, 3)
+
+
+@pytest.mark.cluster
 @pytest.mark.chaos
+@pytest.mark.parametrize("workload", list(RANDOM_RUN_ARGS))
 @pytest.mark.parametrize("seed", range(NIGHTLY_TRIALS))
-def test_a_run_killed_at_a_random_moment_leaves_nothing_and_never_reads_as_pass(tmp_path, seed):
-    trial = random_trial(tmp_path / "run", random.Random(seed), RUN_SECONDS, run_args=RUN_ARGS)
+def test_a_run_killed_at_a_random_moment_leaves_nothing_and_never_reads_as_pass(
+    tmp_path, seed, workload
+):
+    run_args, run_seconds = RANDOM_RUN_ARGS[workload]
+    trial = random_trial(tmp_path / "run", random.Random(seed), run_seconds, run_args=run_args)
     assert_nothing_lost_or_left(trial)
 
 
