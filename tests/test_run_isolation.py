@@ -39,7 +39,8 @@ def test_a_stale_client_of_an_earlier_run_cannot_enter_a_later_one(
     a = earlier.pipeline
     client = AdminClient({"bootstrap.servers": bootstrap})
     topics = [
-        NewTopic(t, num_partitions=3, replication_factor=3) for t in (a.input_topic, a.output_topic)
+        NewTopic(t, num_partitions=a.partitions, replication_factor=3)
+        for t in (a.input_topic, a.output_topic)
     ]
     admin.create_topics(client, topics, 30)
     producer = Producer({"bootstrap.servers": bootstrap})
