@@ -437,8 +437,35 @@ def _writer_loss(run_dir: Path, killed_wall: float, records: int | None) -> dict
             continue
         if writer == "observer" and not _output_committed(run_dir, last, killed_wall - READ_S):
             continue  # quiet because nothing new was committed for it to read
+        if writer == "nemesis" and not _fault_due(run_dir, last, killed_wall - READ_S):
+            continue  # quiet because no fault was due to start or heal
         loss[writer] = round(max(0.0, killed_wall - last), 3)
     return loss
+
+
+def _fault_due(run_dir: Path, since: float, until: float) -> bool:
+    """Whether the schedule had a fault start or heal between `since` and `until` (wall
+    clock), its times anchored at the first fault the nemesis recorded; no fault recorded
+    yet: due if the schedule is not empty."""
+    schedule = json.loads((run_dir / "schedule.json").read_text())
+    events = _events(run_dir / "history" / "nemesis.jsonl")
+    first = next((e for e in events if e.get("type") == "invoke"), None)
+    if first is None or not schedule:
+        return bool(schedule)
+    t0 = first["time"] - schedule[0]["at"]
+    moments = [t0 + e["at"] + d for e in schedule for d in (0.0, e["duration"])]
+    return any(since < moment <= until for moment in moments)
+
+
+def _events(path: Path) -> list[dict]:
+    lines = path.read_text().splitlines() if path.exists() else []
+    events = []
+    for line in lines:
+        try:
+            events.append(json.loads(line))
+        except ValueError:
+            continue  # the line being written when the kill came
+    return events
 
 
 def _output_committed(run_dir: Path, since: float, until: float) -> bool:
