@@ -2,10 +2,11 @@
 `eoschaos cleanup RUN_DIR`. Nothing the run started listened beyond loopback while it ran, and
 nothing of it is left running or listening afterwards. The re-check is a verdict or one line
 (an unfinished run never reads as PASS). The killed process's writers lost no more history
-than their flush interval. CI kills during the cluster's start and during the workload. Nightly
-adds a kill while the checkers run (72 s; 5 of session 19's 50 random trials hit that phase
-too), kills at random moments, and kills of `eoschaos matrix` at random moments followed by
-the resumed night.
+than their flush interval. CI kills during the cluster's start and right after a crashed
+instance was replaced (kip447 and a BYO command). Nightly adds that moment for the Streams app,
+a kill at a fixed moment of the workload and one while the checkers run, kills of every
+workload at random moments, and kills of `eoschaos matrix` at random moments followed by the
+resumed night.
 scripts/kill_trials.py runs many and prints the figures. The containers backend's kill trial is
 in tests/test_containers.py, with the runtime and the image."""
 
