@@ -24,15 +24,9 @@ from pyspark.sql import functions as F
 from eoschaos.checkers.census import Census
 from eoschaos.checkers.findings import Tally
 from eoschaos.checkers.history_io import History
+from eoschaos.contract.checks import AGGREGATE_MISMATCH, EXPECTED_OUTPUT
 from eoschaos.contract.history import FINAL_COMMITTED
 
-DESCRIPTIONS = {
-    "aggregate.mismatch": "A final aggregate of the pipeline (count, sum, min, max of the ids "
-    "per key) differs from the one computed from the committed input, or a key is missing.",
-    "aggregate.expected-output": "A final result of the pipeline (the last committed value of "
-    "an output key) differs from what the run's --expect function computed from the committed "
-    "input, or a key is expected but missing, or present but not expected.",
-}
 FIELDS = ("count", "sum", "min", "max")
 
 
@@ -66,7 +60,7 @@ def aggregate_tallies(history: History, census: Census, max_examples: int) -> di
         want, got = expected.get(key), actual.get(key)
         if want is None or got is None or any(got.get(f) != want[f] for f in FIELDS):
             anomalies.append({"key": key, "expected": want, "actual": got})
-    return {"aggregate.mismatch": Tally(count=len(anomalies), examples=anomalies[:max_examples])}
+    return {AGGREGATE_MISMATCH.name: Tally(count=len(anomalies), examples=anomalies[:max_examples])}
 
 
 def expected_output_tallies(census: Census, max_examples: int) -> dict[str, Tally]:
@@ -81,4 +75,4 @@ def expected_output_tallies(census: Census, max_examples: int) -> dict[str, Tall
         if expected.get(key) != actual.get(key)
     ]
     tally = Tally(count=len(anomalies), examples=anomalies[:max_examples])
-    return {"aggregate.expected-output": tally}
+    return {EXPECTED_OUTPUT.name: tally}

@@ -13,18 +13,9 @@ from pyspark.sql import functions as F
 
 from eoschaos.checkers.findings import explode_findings, finding
 from eoschaos.checkers.history_io import History
+from eoschaos.contract.checks import DUPLICATE, DUPLICATE_INPUT, LOST, PHANTOM
 from eoschaos.contract.history import FINAL_COMMITTED
 
-DESCRIPTIONS = {
-    "delivery.lost": "An acknowledged input record (or one in the final input scan) has no "
-    "record in the final committed output.",
-    "delivery.duplicate": "One input record is reflected more than once in the final committed "
-    "output (an id has more output copies than input copies).",
-    "delivery.phantom": "A committed output record names a source id that was never sent and "
-    "is not in the input.",
-    "delivery.duplicate-input": "The input topic holds one record id at more than one offset "
-    "(a producer wrote a retried record twice).",
-}
 OFFSET_BITS = 40  # place = partition << 40 | offset: offsets below 2^40, partitions below 2^23
 
 
@@ -110,7 +101,7 @@ def delivery_findings(history: History) -> DataFrame:
         per_id.withColumn("input_place", input_place),
         finding(
             F.col("exists") & (F.col("out_n") == 0),
-            "delivery.lost",
+            LOST.name,
             identity,
             id=F.col("id"),
             partition=_partition_of("input_place"),
@@ -122,7 +113,7 @@ def delivery_findings(history: History) -> DataFrame:
             # beyond them (an input duplicate is the producer's fault, reported below).
             # Output records naming no id at all are one phantom row, not copies of a record.
             (F.col("out_n") > F.greatest(F.col("in_n"), F.lit(1))) & F.col("id").isNotNull(),
-            "delivery.duplicate",
+            DUPLICATE.name,
             kept_first("out_kept"),
             id=F.col("id"),
             copies=F.col("out_n"),
@@ -131,7 +122,7 @@ def delivery_findings(history: History) -> DataFrame:
         ),
         finding(
             (F.col("out_n") > 0) & F.col("sent").isNull() & (F.col("in_n") == 0),
-            "delivery.phantom",
+            PHANTOM.name,
             identity,
             id=F.col("id"),
             partition=_partition_of("out_first"),
@@ -140,7 +131,7 @@ def delivery_findings(history: History) -> DataFrame:
         ),
         finding(
             F.col("in_first") != F.col("in_last"),
-            "delivery.duplicate-input",
+            DUPLICATE_INPUT.name,
             kept_first("in_kept"),
             id=F.col("id"),
             copies=F.col("in_n"),

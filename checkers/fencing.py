@@ -23,14 +23,9 @@ from pyspark.sql import functions as F
 from eoschaos.checkers.findings import explode_findings, finding
 from eoschaos.checkers.history_io import History
 from eoschaos.checkers.transactions import TXN_KEY
+from eoschaos.contract.checks import STALE_COMMIT, ZOMBIE_WRITE
 from eoschaos.contract.history import FINAL_COMMITTED, LOG_BATCH_KIND, TXN_STATE
 
-DESCRIPTIONS = {
-    "fencing.zombie-write": "An older owner (lower generation) of an input partition committed "
-    "output after a newer owner of that partition had committed.",
-    "fencing.stale-commit": "The transaction coordinator committed a transaction while its "
-    "client had no commit in flight: a stale EndTxn landed in a later transaction.",
-}
 # The coordinator's times are whole milliseconds, the client's are not.
 CLOCK_SLACK_S = 0.002
 # A call's bounds and a prepare in one time order; at one instant a call opens before a
@@ -89,7 +84,7 @@ def zombie_findings(txn_reads: DataFrame, txns: DataFrame) -> DataFrame:
         zombies,
         finding(
             F.lit(True),
-            "fencing.zombie-write",
+            ZOMBIE_WRITE.name,
             F.col("commit_invoked"),
             **{name: F.col(name) for name in [*TXN_KEY, "txn_id", "generation"]},
             commit_invoked=F.col("commit_invoked"),
@@ -152,7 +147,7 @@ def stale_commit_findings(history: History) -> DataFrame:
         stale,
         finding(
             F.lit(True),
-            "fencing.stale-commit",
+            STALE_COMMIT.name,
             F.col("time"),
             txn_id=F.col("txn_id"),
             prepared_at=F.col("time"),

@@ -18,6 +18,8 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from eoschaos.contract.checks import CheckResult
+
 
 @dataclass(frozen=True)
 class Candidate:
@@ -96,15 +98,13 @@ def tally(findings: DataFrame, max_examples: int) -> dict[str, Tally]:
     return tallies
 
 
-def result(
-    description: str, found: Tally | None, counts: dict[str, Any] | None = None
-) -> dict[str, Any]:
+def result(description: str, found: Tally | None) -> CheckResult:
     """The verdict entry of one check: FAIL exactly when it found an anomaly."""
     found = found or Tally()
-    return {
-        "verdict": "FAIL" if found.count else "PASS",
-        "count": found.count,
-        "counts": {**found.counts, **(counts or {})},
-        "examples": found.examples,
-        "description": description,
-    }
+    return CheckResult(
+        verdict="FAIL" if found.count else "PASS",
+        count=found.count,
+        description=description,
+        counts=dict(found.counts),
+        examples=found.examples,
+    )

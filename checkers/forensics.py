@@ -21,11 +21,9 @@ from typing import Any
 from pyspark.sql import functions as F
 
 from eoschaos.checkers.history_io import History
+from eoschaos.contract.checks import CATALOGUE, CheckResult
 from eoschaos.contract.history import LOG_BATCH_KIND, TXN_STATE
 
-# Checks whose example places are offsets of the input topic; every other check's are of the
-# output topic.
-INPUT_PLACE_CHECKS = ("delivery.lost", "delivery.duplicate-input")
 MAX_PLACES = 40  # examples are few (max_examples per check); this bounds the job's filter
 NO_PRODUCER_ID = -1  # a batch of a producer without idempotence
 
@@ -40,14 +38,17 @@ class Place:
     offset: int
 
 
-def example_places(checks: dict[str, dict], input_topic: str, output_topic: str) -> list[Place]:
+def example_places(
+    checks: dict[str, CheckResult], input_topic: str, output_topic: str
+) -> list[Place]:
     """The topic/partition/offset of every record a failed check's examples point at."""
     places: list[Place] = []
     for name, check in checks.items():
-        if check.get("verdict") != "FAIL":
+        if not check.failed:
             continue
-        topic = input_topic if name in INPUT_PLACE_CHECKS else output_topic
-        for index, example in enumerate(check.get("examples") or []):
+        on_input = name in CATALOGUE and CATALOGUE[name].examples_on_input
+        topic = input_topic if on_input else output_topic
+        for index, example in enumerate(check.examples):
             spots = [example] + [example.get(key) for key in ("first", "last")]
             for spot in spots:
                 if isinstance(spot, dict) and _is_place(spot):
@@ -62,7 +63,7 @@ def _is_place(spot: dict) -> bool:
     return all(isinstance(spot.get(key), int) for key in ("partition", "offset"))
 
 
-def forensics_section(history: History, checks: dict[str, dict]) -> dict[str, Any]:
+def forensics_section(history: History, checks: dict[str, CheckResult]) -> dict[str, Any]:
     """Per failed example: its records' batches and the pattern they show, if one is known."""
     places = example_places(checks, history.input_topic, history.output_topic)
     if not places:

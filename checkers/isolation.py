@@ -19,25 +19,17 @@ from eoschaos.checkers.census import Census
 from eoschaos.checkers.findings import explode_findings, finding
 from eoschaos.checkers.history_io import History
 from eoschaos.checkers.transactions import PARTITION_SHIFT, TXN_KEY
+from eoschaos.contract.checks import (
+    ABORTED_OFFSET_READ,
+    ABORTED_READ,
+    FRACTURED_READ,
+    INCONSISTENT_OFFSETS,
+    ORDER,
+    UNCOMMITTED_READ,
+)
 from eoschaos.contract.history import FINAL_COMMITTED, FINAL_SCANS
 
 TOPIC_SHIFT = 62  # place = topic code << 62 | partition << PARTITION_SHIFT | offset
-DESCRIPTIONS = {
-    "isolation.aborted-read": "A reader that must see only committed data returned a record of "
-    "a transaction that aborted.",
-    "isolation.uncommitted-read": "A reader returned a record before its transaction's commit "
-    "was invoked.",
-    "isolation.fractured-read": "A reader that drained to the end saw only some of a committed "
-    "transaction's records.",
-    "isolation.order": "A reader's offsets in a partition went backwards or repeated, or it "
-    "stepped over a committed record inside the range it read.",
-    "isolation.inconsistent-offsets": "Two readers saw different records at the same topic, "
-    "partition and offset.",
-    "isolation.aborted-offset-read": "A reader that must see only committed data returned a "
-    "record at an offset below the final last stable offset that the final committed scan "
-    "does not return: an aborted record. Judged by offsets alone, so it holds for pipelines "
-    "that write no transaction history.",
-}
 
 
 def offset_findings(history: History, census: Census) -> DataFrame:
@@ -88,7 +80,7 @@ def offset_findings(history: History, census: Census) -> DataFrame:
     candidates = [
         finding(
             F.col("id_min") != F.col("id_max"),
-            "isolation.inconsistent-offsets",
+            INCONSISTENT_OFFSETS.name,
             rank,
             **where,
             ids=F.struct(*[F.col(f"id{i}").alias(name) for i, name in enumerate(names)]),
@@ -98,10 +90,10 @@ def offset_findings(history: History, census: Census) -> DataFrame:
     for index, name in enumerate(names):
         n, who = F.col(f"n{index}"), F.lit(name)
         candidates += [
-            finding(n > 1, "isolation.order", rank, "repeat", reader=who, **where, reads=n),
+            finding(n > 1, ORDER.name, rank, "repeat", reader=who, **where, reads=n),
             finding(
                 F.col(f"t{index}") < F.col(f"prev_t{index}"),
-                "isolation.order",
+                ORDER.name,
                 rank,
                 "backwards",
                 reader=who,
@@ -117,7 +109,7 @@ def offset_findings(history: History, census: Census) -> DataFrame:
             candidates.append(
                 finding(
                     (n > 0) & (F.col(f"n{final}") == 0) & (F.col("offset") < F.col("lso")),
-                    "isolation.aborted-offset-read",
+                    ABORTED_OFFSET_READ.name,
                     rank,
                     reader=who,
                     **where,
@@ -131,7 +123,7 @@ def offset_findings(history: History, census: Census) -> DataFrame:
                     & (n == 0)
                     & (F.col("offset") > F.col(f"lo{index}"))
                     & (F.col("offset") < F.col(f"hi{index}")),
-                    "isolation.order",
+                    ORDER.name,
                     rank,
                     "skip",
                     reader=who,
@@ -221,7 +213,7 @@ def transaction_read_findings(txn_reads: DataFrame, drained: list[str]) -> DataF
         txn_reads,
         finding(
             aborted,
-            "isolation.aborted-read",
+            ABORTED_READ.name,
             _read_rank("first_read"),
             reader,
             F.col("seen"),
@@ -232,7 +224,7 @@ def transaction_read_findings(txn_reads: DataFrame, drained: list[str]) -> DataF
         ),
         finding(
             ~aborted & (F.col("before_commit") > 0),
-            "isolation.uncommitted-read",
+            UNCOMMITTED_READ.name,
             _read_rank("early_read"),
             reader,
             F.col("before_commit"),
@@ -244,7 +236,7 @@ def transaction_read_findings(txn_reads: DataFrame, drained: list[str]) -> DataF
         ),
         finding(
             reader.isin(drained) & ~aborted & (F.col("seen") < F.col("txn_size")),
-            "isolation.fractured-read",
+            FRACTURED_READ.name,
             F.col("txn_seq") * 1e4 + F.col("instance"),
             reader,
             reader=reader,

@@ -10,15 +10,7 @@ from typing import Any
 
 from eoschaos.checkers.census import Census
 from eoschaos.checkers.findings import Tally
-
-DESCRIPTIONS = {
-    "liveness.open-transactions": "A transaction was still open after the run ended and its "
-    "faults healed.",
-    "liveness.lso": "A partition's last stable offset stayed behind its high watermark at the "
-    "end (a hanging transaction blocks read_committed readers).",
-    "liveness.group-offsets": "The consumer group's committed offset of an input partition "
-    "stayed behind the partition's end.",
-}
+from eoschaos.contract.checks import GROUP_OFFSETS, LSO, OPEN_TRANSACTIONS
 
 
 def liveness_tallies(census: Census, input_topic: str, max_examples: int) -> dict[str, Tally]:
@@ -52,9 +44,9 @@ def liveness_tallies(census: Census, input_topic: str, max_examples: int) -> dic
         and (group_offsets.get(row["partition"]) or 0) < row["offset"]
     ]
     return {
-        "liveness.open-transactions": _tally(open_txns, ["txn_id"], max_examples),
-        "liveness.lso": _tally(lso_behind, ["topic", "partition"], max_examples),
-        "liveness.group-offsets": _tally(groups_behind, ["partition"], max_examples),
+        OPEN_TRANSACTIONS.name: _tally(open_txns, ["txn_id"], max_examples),
+        LSO.name: _tally(lso_behind, ["topic", "partition"], max_examples),
+        GROUP_OFFSETS.name: _tally(groups_behind, ["partition"], max_examples),
     }
 
 

@@ -17,11 +17,10 @@ from pyspark.sql import functions as F
 
 from eoschaos.checkers.forensics import example_places
 from eoschaos.checkers.history_io import History
+from eoschaos.contract.checks import DUPLICATE, DUPLICATE_INPUT, CheckResult
 
-DUPLICATE, DUPLICATE_INPUT = "delivery.duplicate", "delivery.duplicate-input"
 
-
-def attach_raw_records(history: History, checks: dict[str, dict]) -> None:
+def attach_raw_records(history: History, checks: dict[str, CheckResult]) -> None:
     """Set `record` on every failed example whose record was kept raw: at the example's place,
     or for a duplicate, any kept copy of its id (a third copy is at neither place it names)."""
     places = example_places(checks, history.input_topic, history.output_topic)
@@ -49,20 +48,20 @@ def attach_raw_records(history: History, checks: dict[str, dict]) -> None:
     found = [(p.check, p.example, at_place.get((p.topic, p.partition, p.offset))) for p in places]
     found += [(check, index, of_id.get((topic, id_))) for check, index, topic, id_ in copies]
     for check, index, record in found:
-        example = checks[check]["examples"][index]
+        example = checks[check].examples[index]
         if record is not None and "record" not in example:
             example["record"] = record
 
 
 def _duplicated_ids(
-    checks: dict[str, dict], input_topic: str, output_topic: str
+    checks: dict[str, CheckResult], input_topic: str, output_topic: str
 ) -> list[tuple[str, int, str, int]]:
     """(check, example index, topic, id) of the failed duplicate checks' examples."""
-    topics = {DUPLICATE: output_topic, DUPLICATE_INPUT: input_topic}
+    topics = {DUPLICATE.name: output_topic, DUPLICATE_INPUT.name: input_topic}
     return [
         (name, index, topic, example["id"])
         for name, topic in topics.items()
-        if checks.get(name, {}).get("verdict") == "FAIL"
-        for index, example in enumerate(checks[name].get("examples") or [])
+        if name in checks and checks[name].failed
+        for index, example in enumerate(checks[name].examples)
         if isinstance(example.get("id"), int)
     ]

@@ -36,6 +36,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from eoschaos.checkers.history_io import event_schema, write_parquet
+from eoschaos.contract.checks import CATALOGUE
 from eoschaos.contract.history import (
     END_AGGREGATES,
     END_STATE,
@@ -182,34 +183,23 @@ class Plants:
     def expected(self, shape: RunShape) -> dict[str, int]:
         """Check name -> the count it must report. A skipped slot is txn_size skipped records."""
         expected: dict[str, int] = {}
-        for plant, check in [*PLANT_CHECKS.items(), *ALSO_CAUGHT_BY.items()]:
+        for plant, check in CAUGHT_BY:
             count = getattr(self, plant) * (shape.txn_size if plant == "order_skip" else 1)
             if count:
                 expected[check] = expected.get(check, 0) + count
         return expected
 
 
-PLANT_CHECKS = {
-    "lost": "delivery.lost",
-    "duplicate": "delivery.duplicate",
-    "phantom": "delivery.phantom",
-    "duplicate_input": "delivery.duplicate-input",
-    "aborted_read": "isolation.aborted-read",
-    "uncommitted_read": "isolation.uncommitted-read",
-    "fractured_read": "isolation.fractured-read",
-    "order_backwards": "isolation.order",
-    "order_skip": "isolation.order",
-    "inconsistent_offsets": "isolation.inconsistent-offsets",
-    "zombie_write": "fencing.zombie-write",
-    "open_transaction": "liveness.open-transactions",
-    "lso_behind": "liveness.lso",
-    "group_offsets_behind": "liveness.group-offsets",
-    "aggregate_mismatch": "aggregate.mismatch",
-    "stale_commit": "fencing.stale-commit",
-}
-# A second check that must catch a plant: a read of an aborted record is also an offset the
-# final committed scan skipped, which is how a pipeline without transaction history is judged.
-ALSO_CAUGHT_BY = {"aborted_read": "isolation.aborted-offset-read"}
+# Each plant and the check that must catch it, from the checks' specs (contract.checks).
+PLANT_CHECKS = {plant: spec.name for spec in CATALOGUE.values() for plant in spec.plants}
+# Every check that must catch a plant: its own, and the checks its own implies (a read of an
+# aborted record is also an offset the final committed scan skipped).
+CAUGHT_BY = [
+    (plant, name)
+    for spec in CATALOGUE.values()
+    for plant in spec.plants
+    for name in (spec.name, *spec.implies)
+]
 TRANSACTIONAL_PLANTS = (
     "aborted_read",
     "uncommitted_read",

@@ -26,42 +26,19 @@ from eoschaos.checkers.raw_records import attach_raw_records
 from eoschaos.checkers.timeline import timeline
 from eoschaos.checkers.transactions import transaction_reads, transaction_stats, transaction_table
 from eoschaos.contract.capabilities import Capabilities
+from eoschaos.contract.checks import (
+    ABORTED_OFFSET_READ,
+    CATALOGUE,
+    EXPECTED_OUTPUT,
+    ZOMBIE_WRITE,
+    CheckResult,
+    Evidence,
+    Pass,
+    first_missing,
+)
 from eoschaos.contract.history import FINAL_COMMITTED, FINAL_UNCOMMITTED, LOG_BATCHES, TXN_STATE
 from eoschaos.contract.rundir import SCHEMA_VERSION
 
-DESCRIPTIONS = {
-    **delivery.DESCRIPTIONS,
-    **isolation.DESCRIPTIONS,
-    **fencing.DESCRIPTIONS,
-    **liveness.DESCRIPTIONS,
-    **aggregates.DESCRIPTIONS,
-}
-# What each check needs beyond the reads every history has (eoschaos.contract.capabilities).
-# A pipeline without `txn` history is a black box, judged by its effects on offsets and ids.
-NEEDS_TXN_HISTORY = (
-    "isolation.aborted-read",
-    "isolation.uncommitted-read",
-    "isolation.fractured-read",
-    "fencing.zombie-write",
-    "fencing.stale-commit",
-)
-NEEDS_TRANSACTIONS = (
-    "isolation.aborted-read",
-    "isolation.uncommitted-read",
-    "isolation.fractured-read",
-    "fencing.zombie-write",
-    "fencing.stale-commit",
-    "liveness.open-transactions",
-)
-NEEDS_COORDINATOR_STATES = ("fencing.stale-commit",)
-NEEDS_FINAL_SCAN = (
-    *delivery.DESCRIPTIONS,
-    *aggregates.DESCRIPTIONS,
-    "isolation.fractured-read",
-    "isolation.aborted-offset-read",
-)
-# Checks that follow each input id into the output: meaningless when the output is results.
-OUTPUT_IS_COPIES = ("delivery.lost", "delivery.duplicate", "delivery.phantom")
 MANIFEST_KEYS = ("workload", "mode", "seed", "kafka_version", "faults", "backend", "command")
 
 
@@ -84,39 +61,43 @@ def _judge(
 ) -> dict[str, Any]:
     census = take_census(history)
     not_applicable = _not_applicable(history, census)
-    applicable = [name for name in DESCRIPTIONS if name not in not_applicable]
+    applicable = [name for name in CATALOGUE if name not in not_applicable]
+    passes = {CATALOGUE[name].found_by for name in applicable}
 
-    parts: list[DataFrame] = [isolation.offset_findings(history, census)]
-    if any(name in applicable for name in delivery.DESCRIPTIONS):
+    parts: list[DataFrame] = []
+    if Pass.OFFSETS in passes:
+        parts.append(isolation.offset_findings(history, census))
+    if Pass.DELIVERY in passes:
         parts.append(delivery.delivery_findings(history))
     txn_stats: dict[str, int] = {}
     txns = None
-    if "isolation.aborted-read" in applicable:
+    if passes & {Pass.TRANSACTION_READS, Pass.ZOMBIES}:
         txns = transaction_table(history).cache()
         txn_stats = transaction_stats(txns)
-        # Two checks read it: cached, the reads are joined and aggregated once, not twice
+        # Two passes read it: cached, the reads are joined and aggregated once, not twice
         txn_reads = transaction_reads(history, txns).cache()
         drained = census.drained(history.output_topic) if census.has_final_committed else []
-        parts += [
-            isolation.transaction_read_findings(txn_reads, drained),
-            fencing.zombie_findings(txn_reads, txns),
-        ]
-    if "fencing.stale-commit" in applicable:
+        if Pass.TRANSACTION_READS in passes:
+            parts.append(isolation.transaction_read_findings(txn_reads, drained))
+        if Pass.ZOMBIES in passes:
+            parts.append(fencing.zombie_findings(txn_reads, txns))
+    if Pass.STALE_COMMITS in passes:
         parts.append(fencing.stale_commit_findings(history))
-    tallies = tally(functools.reduce(DataFrame.unionByName, parts), max_examples)
+    tallies = tally(functools.reduce(DataFrame.unionByName, parts), max_examples) if parts else {}
     run_timeline = timeline(history, census, txns)
     if txns is not None:
         txns.unpersist()
         txn_reads.unpersist()
-    tallies.update(liveness.liveness_tallies(census, history.input_topic, max_examples))
-    if "aggregate.mismatch" in applicable:
+    if Pass.END_STATE in passes:
+        tallies.update(liveness.liveness_tallies(census, history.input_topic, max_examples))
+    if Pass.AGGREGATES in passes:
         tallies.update(aggregates.aggregate_tallies(history, census, max_examples))
-    if "aggregate.expected-output" in applicable:
+    if Pass.EXPECTED_OUTPUT in passes:
         tallies.update(aggregates.expected_output_tallies(census, max_examples))
 
-    checks = {name: result(DESCRIPTIONS[name], tallies.get(name)) for name in applicable}
-    if "fencing.zombie-write" in checks:
-        checks["fencing.zombie-write"]["counts"]["rejected_attempts"] = txn_stats.get(
+    checks = {name: result(CATALOGUE[name].meaning, tallies.get(name)) for name in applicable}
+    if ZOMBIE_WRITE.name in checks:
+        checks[ZOMBIE_WRITE.name].counts["rejected_attempts"] = txn_stats.get(
             "rejected_attempts", 0
         )
     attach_raw_records(history, checks)
@@ -128,7 +109,7 @@ def _judge(
         "unfinished": unfinished,
         "history_schema": SCHEMA_VERSION,
         **{key: history.manifest.get(key) for key in MANIFEST_KEYS},
-        "checks": checks,
+        "checks": {name: check.to_json() for name, check in checks.items()},
         "not_applicable": not_applicable,
         "stats": _stats(history, census, txn_stats),
         "timeline": run_timeline,
@@ -156,59 +137,48 @@ def _unfinished(census: Census) -> list[str]:
     return missing
 
 
-def _overall(checks: dict[str, dict[str, Any]], unfinished: list[str]) -> str:
+def _overall(checks: dict[str, CheckResult], unfinished: list[str]) -> str:
     """FAIL if any check found an anomaly (in a partial history too); else UNKNOWN for a run
     that did not reach its end (Jepsen's :unknown): its unjudged checks could hide anything."""
-    if any(check["verdict"] == "FAIL" for check in checks.values()):
+    if any(check.failed for check in checks.values()):
         return "FAIL"
     return "UNKNOWN" if unfinished else "PASS"
 
 
 def _not_applicable(history: History, census: Census) -> dict[str, str]:
-    """Checks that cannot be judged on this history, with why: never a PASS that cannot fail."""
-    reasons: dict[str, str] = {}
-    workload = history.manifest.get("workload")
+    """Checks that cannot be judged on this history, with why: never a PASS that cannot fail.
+    Each check's spec names the evidence it needs; this says which evidence is missing."""
     capabilities = Capabilities.of_manifest(history.manifest)
+    missing: dict[Evidence, str] = {}
     if not capabilities.transactions:
-        for name in NEEDS_TRANSACTIONS:
-            reasons[name] = f"mode {history.mode} uses no transactions"
+        missing[Evidence.TRANSACTIONS] = f"mode {history.mode} uses no transactions"
     if not capabilities.transaction_history:
-        for name in NEEDS_TXN_HISTORY:
-            reasons.setdefault(
-                name,
-                f"workload {workload} writes no per-transaction history "
-                "(isolation.aborted-offset-read judges its reads by offsets)",
-            )
-    if not census.log_rows.get(TXN_STATE):
-        for name in NEEDS_COORDINATOR_STATES:
-            reasons.setdefault(
-                name,
-                "the history has no transaction states of the coordinators (writer "
-                f"{LOG_BATCHES}, recorded since history 2026-11-25)",
-            )
-    if not census.has_final_committed:
-        for name in NEEDS_FINAL_SCAN:
-            reasons.setdefault(name, "the history has no final-committed scan")
-    if not census.end_rows_of("aggregate"):
-        reasons["aggregate.mismatch"] = "the pipeline keeps no aggregates (no aggregate rows)"
-    if not capabilities.output_is_copies:
-        for name in OUTPUT_IS_COPIES:
-            reasons.setdefault(
-                name,
-                "the output holds the results of an aggregation (--expect), not copies of "
-                "input records; aggregate.expected-output judges it",
-            )
-    else:
-        reasons["aggregate.expected-output"] = "the run has no --expect function"
-    if not census.end_rows_of("log-end"):
-        reasons.setdefault(
-            "isolation.aborted-offset-read", "the history has no end state (log-end rows)"
+        missing[Evidence.TRANSACTION_HISTORY] = (
+            f"workload {history.manifest.get('workload')} writes no per-transaction history "
+            f"({ABORTED_OFFSET_READ.name} judges its reads by offsets)"
         )
-        for name in liveness.DESCRIPTIONS:
-            reasons.setdefault(name, "the history has no end state (log-end rows)")
-    elif not census.end_rows_of("group-offset"):
-        reasons["liveness.group-offsets"] = "the end state has no group offsets"
-    return reasons
+    if not census.log_rows.get(TXN_STATE):
+        missing[Evidence.COORDINATOR_STATES] = (
+            "the history has no transaction states of the coordinators (writer "
+            f"{LOG_BATCHES}, recorded since history 2026-11-25)"
+        )
+    if not census.end_rows_of("aggregate"):
+        missing[Evidence.AGGREGATE_ROWS] = "the pipeline keeps no aggregates (no aggregate rows)"
+    if capabilities.output_is_copies:
+        missing[Evidence.EXPECTED_OUTPUT] = "the run has no --expect function"
+    else:
+        missing[Evidence.OUTPUT_COPIES] = (
+            "the output holds the results of an aggregation (--expect), not copies of input "
+            f"records; {EXPECTED_OUTPUT.name} judges it"
+        )
+    if not census.has_final_committed:
+        missing[Evidence.FINAL_SCAN] = "the history has no final-committed scan"
+    if not census.end_rows_of("log-end"):
+        missing[Evidence.END_STATE] = "the history has no end state (log-end rows)"
+    if not census.end_rows_of("group-offset"):
+        missing[Evidence.GROUP_OFFSETS] = "the end state has no group offsets"
+    reasons = {name: first_missing(spec, missing) for name, spec in CATALOGUE.items()}
+    return {name: reason for name, reason in reasons.items() if reason is not None}
 
 
 def _stats(history: History, census: Census, txn_stats: dict[str, int]) -> dict[str, Any]:

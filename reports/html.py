@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from eoschaos.contract.checks import CATALOGUE, CheckResult, results_of
 from eoschaos.contract.history import FAULT_TOOK_EFFECT
 from eoschaos.reports.svg import (
     LANE_LABEL_WIDTH,
@@ -233,8 +234,8 @@ def _table(headers: list[str], rows: list[list[Any]], kind: str = "data") -> str
 
 
 def _summary(verdict: dict) -> str:
-    checks = _dict(verdict.get("checks"))
-    failed = [name for name, check in checks.items() if _dict(check).get("verdict") == "FAIL"]
+    checks = results_of(verdict)
+    failed = [name for name, check in checks.items() if check.failed]
     parts = [
         "<h1>eoschaos verdict</h1>",
         f'<div class="verdict {_verdict_class(verdict.get("verdict"))}">'
@@ -278,67 +279,25 @@ def _seconds(value: Any) -> str | None:
     return f"{value:.1f} s" if isinstance(value, int | float) else None
 
 
-# Where a reviewer looks first when a check fails: a pointer into this report, not a verdict.
-LOOK_AT = {
-    "delivery.lost": "follow an example id's lineage: which transaction consumed it, whether "
-    "its commit returned, and which fault was active then",
-    "delivery.duplicate": "compare the example's two outputs in its lineage drawing: two "
-    "transactions (a zombie or a retry after a rebalance) or one batch appended twice",
-    "delivery.phantom": "the output record's headers name a source that never existed: look "
-    "for a writer other than the pipeline, or corrupted lineage headers",
-    "delivery.duplicate-input": "the seeder's producer retried a send across a leader change "
-    "(docs/findings.md): the input itself holds the record twice",
-    "isolation.aborted-read": "the reader's isolation level and the aborted transaction's "
-    "lane on the timeline: when it aborted and when the reader saw it",
-    "isolation.uncommitted-read": "the read's time against its transaction's commit on the "
-    "timeline: a read before the commit means the reader ignored the last stable offset",
-    "isolation.fractured-read": "which of the transaction's partitions the reader missed, and "
-    "whether a fault cut the reader off from one partition's leader",
-    "isolation.order": "the reader's positions around the example offset: a rewind after a "
-    "rebalance, or a fetch that skipped a committed record",
-    "isolation.inconsistent-offsets": "the two readers' records at that offset: a log that "
-    "diverged after an unclean leader election",
-    "isolation.aborted-offset-read": "the offset against the final last stable offset: the "
-    "reader returned a record the committed scan does not hold",
-    "fencing.zombie-write": "the older owner's lane on the timeline: it committed after its "
-    "partition moved, so its generation was not checked",
-    "fencing.stale-commit": "the instance lane at that time: its previous commit timed out "
-    "and was retried, and its request landed later, committing what the open transaction "
-    "held so far (KAFKA-17754; a client on transaction version 2 is fenced)",
-    "liveness.open-transactions": "the instance lane whose last bar is unknown: a producer "
-    "that hung or died mid-transaction and was never aborted",
-    "liveness.lso": "the partition's open transaction: the instance lane with an unknown bar "
-    "at the end, and whether its transaction timeout expired",
-    "liveness.group-offsets": "the group's committed offsets: the pipeline stopped consuming "
-    "(a hung or exited instance on the timeline) before the input's end",
-    "aggregate.mismatch": "the example key's expected and found values: a duplicate or lost "
-    "input record counted in the pipeline's state",
-    "aggregate.expected-output": "the example key's expected and found results: the "
-    "pipeline's output for that key against what --expect computed",
-}
-
-
 def _checks(verdict: dict) -> str:
     """Failed checks first, each with what it means and where to look."""
-    checks = _dict(verdict.get("checks"))
+    checks = results_of(verdict)
     if not checks:
         return "<h2>Checks</h2><p class='muted'>The verdict holds no checks.</p>"
     rows = []
     details = []
-    ordered = sorted(checks.items(), key=lambda item: _dict(item[1]).get("verdict") != "FAIL")
+    ordered = sorted(checks.items(), key=lambda item: not item[1].failed)
     drawn = _drawn(verdict)
-    for name, raw in ordered:
-        check = _dict(raw)
-        counts = _dict(check.get("counts"))
-        has_examples = any(isinstance(e, dict) for e in _list(check.get("examples")))
-        link = f'<a href="#check-{esc(name)}">{esc(name)}</a>' if has_examples else esc(name)
+    for name, check in ordered:
+        counts = check.counts
+        link = f'<a href="#check-{esc(name)}">{esc(name)}</a>' if check.examples else esc(name)
         rows.append(
             "<tr>"
             f"<td>{link}</td>"
-            f"<td>{_badge(check.get('verdict'))}</td>"
-            f'<td class="num">{esc(_text(check.get("count")))}</td>'
+            f"<td>{_badge(check.verdict)}</td>"
+            f'<td class="num">{esc(_text(check.count))}</td>'
             f"<td>{esc(', '.join(f'{k}={_text(v)}' for k, v in counts.items()))}</td>"
-            f"<td>{esc(_text(check.get('description')))}{_look_at(name, check)}</td></tr>"
+            f"<td>{esc(_text(check.description))}{_look_at(name, check)}</td></tr>"
         )
         details.append(_check_examples(name, check, drawn))
     table = (
@@ -348,19 +307,17 @@ def _checks(verdict: dict) -> str:
     return "<h2>Checks</h2>" + table + "".join(details)
 
 
-def _look_at(name: str, check: dict) -> str:
-    if check.get("verdict") != "FAIL" or name not in LOOK_AT:
+def _look_at(name: str, check: CheckResult) -> str:
+    """Where a reviewer looks first when the check fails (its spec): a pointer, not a verdict."""
+    spec = CATALOGUE.get(name)
+    if not check.failed or spec is None:
         return ""
-    return f'<br><span class="look-at"><strong>Look at:</strong> {esc(LOOK_AT[name])}.</span>'
+    return f'<br><span class="look-at"><strong>Look at:</strong> {esc(spec.look)}.</span>'
 
 
-def _check_examples(name: str, check: dict, drawn: set[tuple[str, int]]) -> str:
+def _check_examples(name: str, check: CheckResult, drawn: set[tuple[str, int]]) -> str:
     """The first examples of a check; each one with a lineage drawing links to it."""
-    indexed = [
-        (index, example)
-        for index, example in enumerate(_list(check.get("examples")))
-        if isinstance(example, dict)
-    ]
+    indexed = list(enumerate(check.examples))
     if not indexed:
         return ""
     shown = indexed[:MAX_EXAMPLES_SHOWN]
@@ -378,7 +335,7 @@ def _check_examples(name: str, check: dict, drawn: set[tuple[str, int]]) -> str:
             row.append(Html(link) if (name, index) in drawn else "")
     more = len(indexed) - len(shown)
     note = f"<p class='muted'>{more} more in verdict.json.</p>" if more > 0 else ""
-    opened = " open" if check.get("verdict") == "FAIL" else ""
+    opened = " open" if check.failed else ""
     table = _table(columns, rows, kind="data examples")
     return (
         f'<details id="check-{esc(name)}"{opened}><summary>{esc(name)}: '

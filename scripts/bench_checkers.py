@@ -44,6 +44,7 @@ from urllib.parse import unquote
 from pyspark.sql import functions as F
 
 from eoschaos.checkers.synthetic import Plants, RunShape
+from eoschaos.contract.checks import ABORTED_READ, DUPLICATE, LOST, ORDER
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))  # the tests' standalone cluster and /proc readers
@@ -153,7 +154,7 @@ def exchange_floor(spark, run_dir: Path, readers: list[str]) -> float:
 
 DUCKDB_CORE = {
     # Each is the count the Spark check reports for the same history.
-    "delivery.lost": """
+    LOST.name: """
         WITH per_id AS (
             SELECT id,
                    max(CASE WHEN kind = 'send' AND type = 'ok' THEN 1 ELSE 0 END) AS acked,
@@ -164,14 +165,14 @@ DUCKDB_CORE = {
             FROM h WHERE kind = 'send' OR (kind = 'read' AND process = 'final-committed')
             GROUP BY id)
         SELECT count(*) FROM per_id WHERE (acked = 1 OR in_n > 0) AND out_n = 0""",
-    "delivery.duplicate": """
+    DUPLICATE.name: """
         WITH per_id AS (
             SELECT id,
                    count(*) FILTER (WHERE topic = $input) AS in_n,
                    count(*) FILTER (WHERE topic = $output) AS out_n
             FROM h WHERE kind = 'read' AND process = 'final-committed' GROUP BY id)
         SELECT count(*) FROM per_id WHERE id IS NOT NULL AND out_n > greatest(in_n, 1)""",
-    "isolation.aborted-read": """
+    ABORTED_READ.name: """
         WITH txns AS (
             SELECT instance, incarnation, txn_seq,
                    min(time) FILTER (WHERE f = 'commit' AND type = 'ok') AS committed_at,
@@ -187,7 +188,7 @@ DUCKDB_CORE = {
             WHERE r.kind = 'read' AND r.topic = $output AND r.process <> 'final-uncommitted'
             GROUP BY ALL)
         SELECT count(*) FROM reads WHERE aborted""",
-    "isolation.order": """
+    ORDER.name: """
         WITH per_offset AS (
             SELECT process, topic, partition, "offset", count(*) AS n, min(time) AS t
             FROM h WHERE kind = 'read' AND topic IN ($input, $output) GROUP BY ALL),

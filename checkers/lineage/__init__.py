@@ -23,9 +23,12 @@ from eoschaos.checkers.lineage.subgraphs import anomaly_subgraphs
 
 if TYPE_CHECKING:
     from eoschaos.checkers.history_io import History
+    from eoschaos.contract.checks import CheckResult
 
 
-def lineage_section(history: History, checks: dict, *, max_anomalies: int = 12) -> dict:
+def lineage_section(
+    history: History, checks: dict[str, CheckResult], *, max_anomalies: int = 12
+) -> dict:
     """The verdict's "lineage": whole-history graph stats, anomaly subgraphs, G0/G1c cycles."""
     input_topic, output_topic = history.input_topic, history.output_topic
     return {

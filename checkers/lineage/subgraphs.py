@@ -16,13 +16,12 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from eoschaos.checkers.lineage.keys import TXN_KEY_FIELDS, txn_key, txn_of
+from eoschaos.contract.checks import CATALOGUE, DUPLICATE, PHANTOM, CheckResult
 from eoschaos.contract.history import FINAL_COMMITTED
 
 if TYPE_CHECKING:
     from eoschaos.checkers.history_io import History
 
-# The checks whose examples carry an input record's partition/offset (the others: output's).
-INPUT_POSITION_CHECKS = ("delivery.lost", "delivery.duplicate-input")
 MAX_NODES_PER_TYPE = 8  # per drawing; a 200-record transaction is summarised, not drawn whole
 # At most this many transactions are asked for in a scan's filter, beyond it by a semi-join
 # (at 10M input records, the examples' reads in one scan took 1.8 s against 4.4 s in two)
@@ -30,7 +29,11 @@ TXNS_IN_FILTER = 16
 
 
 def anomaly_subgraphs(
-    history: History, checks: dict, input_topic: str, output_topic: str, max_anomalies: int
+    history: History,
+    checks: dict[str, CheckResult],
+    input_topic: str,
+    output_topic: str,
+    max_anomalies: int,
 ) -> list[dict[str, Any]]:
     """One small lineage graph per example of a failing check, anomalous nodes marked.
 
@@ -82,20 +85,20 @@ def anomaly_subgraphs(
 
 
 def drawable_examples(
-    checks: dict, input_topic: str, output_topic: str
+    checks: dict[str, CheckResult], input_topic: str, output_topic: str
 ) -> list[tuple[str, int, ExampleKeys]]:
     """(check, example index, keys) of failing checks' examples that name a record or
     transaction, round-robin over the checks: every failing check is drawn once before any
     is drawn twice."""
     queues = []
     for name, check in checks.items():
-        if not isinstance(check, dict) or check.get("verdict") != "FAIL":
+        if not check.failed:
             continue
-        topic = input_topic if name in INPUT_POSITION_CHECKS else output_topic
+        on_input = name in CATALOGUE and CATALOGUE[name].examples_on_input
+        topic = input_topic if on_input else output_topic
         keyed = [
             (name, index, ExampleKeys.of(example, topic))
-            for index, example in enumerate(check.get("examples") or [])
-            if isinstance(example, dict)
+            for index, example in enumerate(check.examples)
         ]
         queues.append([entry for entry in keyed if entry[2].names_a_record])
     rounds = zip_longest(*queues)
@@ -366,7 +369,7 @@ def anomalous_nodes(check: str, key: ExampleKeys, graph: nx.DiGraph, output_topi
     """
     family = check.split(".", 1)[0]
     txn = f"txn:{key.txn_name}" if key.txn_name is not None else None
-    inputs = {f"in:{key.id}"} if key.id is not None and check != "delivery.phantom" else set()
+    inputs = {f"in:{key.id}"} if key.id is not None and check != PHANTOM.name else set()
     output, readers = None, set()
     if key.position is not None and key.position[0] == output_topic:
         output = f"out:{key.position[1]}:{key.position[2]}"
@@ -390,13 +393,13 @@ def anomalous_nodes(check: str, key: ExampleKeys, graph: nx.DiGraph, output_topi
         marked = {txn}
     elif family == "delivery":
         marked = inputs | {output}
-        if check in ("delivery.duplicate", "delivery.phantom"):
+        if check in (DUPLICATE.name, PHANTOM.name):
             marked |= {
                 node
                 for node, data in graph.nodes(data=True)
                 if data["type"] == "output"
                 and data.get("id") == key.id
-                and (check == "delivery.phantom" or _read_by(graph, node, FINAL_COMMITTED))
+                and (check == PHANTOM.name or _read_by(graph, node, FINAL_COMMITTED))
             }
     else:
         marked = {output or txn} | inputs

@@ -11,6 +11,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
+from eoschaos.contract.checks import results_of
 from eoschaos.contract.errors import EoschaosError
 from eoschaos.contract.progress import progress_to_stderr
 from eoschaos.contract.rundir import HISTORY_DIR, REPORT_FILE, RUN_MANIFEST, read_manifest
@@ -335,7 +336,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def _finish(verdict: dict, run_dir: Path) -> int:
 
-    failed = [name for name, check in verdict["checks"].items() if check["verdict"] == "FAIL"]
+    failed = [name for name, check in results_of(verdict).items() if check.failed]
     summary = verdict["verdict"] + (f" ({', '.join(failed)})" if failed else "")
     if verdict.get("unfinished"):
         summary += "; the run did not reach its end: " + "; ".join(verdict["unfinished"])

@@ -96,6 +96,7 @@ def eoschaos_run(
     them next to the test.
     """
     from eoschaos.config import RunConfig, names_of_a_run
+    from eoschaos.contract.checks import results_of
     from eoschaos.contract.rundir import REPORT_FILE
     from eoschaos.run import judge_run, record_on_cluster
 
@@ -121,8 +122,8 @@ def eoschaos_run(
             verdict = eoschaos_judge.judge(run_dir)[0]
         record_property(f"eoschaos.{suffix}.verdict", verdict["verdict"])
         record_property(f"eoschaos.{suffix}.report", str(run_dir / REPORT_FILE))
-        for name, check in verdict["checks"].items():
-            record_property(f"eoschaos.{suffix}.{name}", f"{check['verdict']} ({check['count']})")
+        for name, check in results_of(verdict).items():
+            record_property(f"eoschaos.{suffix}.{name}", f"{check.verdict} ({check.count})")
         return {**verdict, "run_dir": str(run_dir), "report": str(run_dir / REPORT_FILE)}
 
     return run

@@ -14,14 +14,9 @@ from fuzzing import in_ci_and_nightly
 from hypothesis import strategies as st
 
 from eoschaos.checkers.synthetic import PLANT_CHECKS, Plants, RunShape, write_synthetic
-from eoschaos.checkers.verdict import (
-    DESCRIPTIONS,
-    NEEDS_COORDINATOR_STATES,
-    NEEDS_TRANSACTIONS,
-    NEEDS_TXN_HISTORY,
-    check_run,
-)
+from eoschaos.checkers.verdict import check_run
 from eoschaos.contract.capabilities import Capabilities
+from eoschaos.contract.checks import CATALOGUE, Evidence, needing
 from eoschaos.contract.history import END_STATE, FINAL_COMMITTED, FINAL_SCANS, LOG_BATCHES
 from eoschaos.contract.rundir import HISTORY_DIR
 
@@ -29,7 +24,10 @@ SHAPE = RunShape()  # 512 records, 2 input and 2 output partitions, 2 instances,
 # A synthetic run is a copy pipeline: the check of an aggregating one (--expect) never applies
 # (tests/checkers/test_expected_output.py has its own runs).
 EXPECT_ONLY = "aggregate.expected-output"
-COPY_CHECKS = [name for name in DESCRIPTIONS if name != EXPECT_ONLY]
+COPY_CHECKS = [name for name in CATALOGUE if name != EXPECT_ONLY]
+NEEDS_TRANSACTIONS = needing(Evidence.TRANSACTIONS)
+NEEDS_TXN_HISTORY = needing(Evidence.TRANSACTION_HISTORY)
+NEEDS_COORDINATOR_STATES = needing(Evidence.COORDINATOR_STATES)
 EVERY_ANOMALY = Plants(**{plant: 2 for plant in PLANT_CHECKS})
 ALL_EXAMPLES = 1000
 

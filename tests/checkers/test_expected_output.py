@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from eoschaos.checkers.synthetic import RunShape, write_synthetic
-from eoschaos.checkers.verdict import OUTPUT_IS_COPIES, check_run
+from eoschaos.checkers.verdict import check_run
+from eoschaos.contract.checks import Evidence, needing
 from eoschaos.contract.history import END_EXPECTED, HistoryWriter
 
 CHECK = "aggregate.expected-output"
@@ -59,5 +60,5 @@ def test_a_key_on_one_side_only_fails(spark, tmp_path, side):
 
 def test_an_aggregating_run_does_not_follow_input_ids_into_its_output(spark, tmp_path):
     verdict = check_run(spark, aggregating_run(spark, tmp_path, COUNTS, COUNTS), lineage=False)
-    assert set(OUTPUT_IS_COPIES) <= set(verdict["not_applicable"])
+    assert set(needing(Evidence.OUTPUT_COPIES)) <= set(verdict["not_applicable"])
     assert "delivery.duplicate-input" in verdict["checks"]

@@ -11,6 +11,7 @@ from eoschaos.checkers.forensics import forensics_section, pattern
 from eoschaos.checkers.history_io import load_history
 from eoschaos.checkers.synthetic import Plants, RunShape, write_synthetic
 from eoschaos.checkers.verdict import check_run
+from eoschaos.contract.checks import results_of
 from eoschaos.contract.history import LOG_BATCH_KIND, LOG_BATCHES
 from eoschaos.contract.rundir import HISTORY_DIR
 
@@ -80,7 +81,7 @@ def test_a_duplicates_copies_are_found_in_their_batches_and_explained(spark, dup
             ("output-topic", last["partition"], last["offset"] - 1, last["offset"], 2001),
         ],
     )
-    section = forensics_section(load_history(spark, run.run_dir), verdict["checks"])
+    section = forensics_section(load_history(spark, run.run_dir), results_of(verdict))
     assert section["recorded"] is True
     [found] = section["examples"]
     assert (found["check"], found["id"]) == ("delivery.duplicate", example["id"])

@@ -22,6 +22,7 @@ from eoschaos.checkers.lineage.subgraphs import (
 )
 from eoschaos.checkers.synthetic import PLANT_CHECKS, Plants, write_synthetic
 from eoschaos.checkers.verdict import check_run
+from eoschaos.contract.checks import CheckResult, results_of
 from eoschaos.contract.history import HistoryWriter
 from eoschaos.contract.rundir import write_manifest
 
@@ -110,8 +111,8 @@ def write_run(run_dir: Path, txns: list[Txn], *, ids: range = range(8), dirty_re
     return run_dir
 
 
-def failing(name: str, *examples: dict) -> dict:
-    return {name: {"verdict": "FAIL", "count": len(examples), "counts": {}, "examples": examples}}
+def failing(name: str, *examples: dict) -> dict[str, CheckResult]:
+    return {name: CheckResult("FAIL", len(examples), "", examples=list(examples))}
 
 
 @pytest.fixture(scope="module")
@@ -127,7 +128,7 @@ def planted(spark, tmp_path_factory) -> History:
 
 @pytest.fixture(scope="module")
 def clean_section(clean: History) -> dict:
-    passing = {"delivery.lost": {"verdict": "PASS", "count": 0, "counts": {}, "examples": []}}
+    passing = {"delivery.lost": CheckResult("PASS", 0, "")}
     return lineage_section(clean, passing)
 
 
@@ -254,8 +255,8 @@ def test_every_failing_check_is_drawn_before_any_is_drawn_twice(planted):
 
 def test_every_record_anomaly_the_checkers_report_is_drawn_with_its_nodes_marked(spark, tmp_path):
     run = write_synthetic(spark, tmp_path / "run", plants=Plants(**dict.fromkeys(PLANT_CHECKS, 1)))
-    checks = check_run(spark, run.run_dir, lineage=False)["checks"]
-    failed = {name for name, check in checks.items() if check["verdict"] == "FAIL"}
+    checks = results_of(check_run(spark, run.run_dir, lineage=False))
+    failed = {name for name, check in checks.items() if check.failed}
     drawn = anomaly_subgraphs(load_history(spark, run.run_dir), checks, INPUT, OUTPUT, 20)
     # liveness examples name partitions and transactional.ids, aggregate ones keys, stale
     # commits a transactional.id and a moment: no lineage

@@ -15,6 +15,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from eoschaos.contract.checks import CheckResult, results_of
 from eoschaos.contract.rundir import VERDICT_FILE
 
 MAX_EXAMPLES = 3
@@ -46,14 +47,14 @@ def _cases(suite: ET.Element, cell: str, row: dict[str, Any], out: Path) -> None
         ET.SubElement(case, "error", message=row.get("reason", "error"))
         return
     report = out / row["report"]
-    checks = json.loads((out / row["run_dir"] / VERDICT_FILE).read_text())["checks"]
+    checks = results_of(json.loads((out / row["run_dir"] / VERDICT_FILE).read_text()))
     expected = row["expected"]
     # a known-bad cell's checks, one of which must FAIL
     wanted = expected.removeprefix("FAIL:").split("|") if expected.startswith("FAIL:") else []
-    wanted_failed = any(checks.get(name, {}).get("verdict") == "FAIL" for name in wanted)
+    wanted_failed = any(name in checks and checks[name].failed for name in wanted)
     for name, check in checks.items():
         case = ET.SubElement(suite, "testcase", classname=cell, name=f"{name} {where}")
-        outcome = check["verdict"]
+        outcome = check.verdict
         if expected == "PASS" and outcome == "FAIL":
             failure = ET.SubElement(
                 case, "failure", message=f"{name} FAILED: {_counts(check)}", type="anomaly"
@@ -78,13 +79,13 @@ def _cases(suite: ET.Element, cell: str, row: dict[str, Any], out: Path) -> None
         ).text = f"report: {report}"
 
 
-def _counts(check: dict[str, Any]) -> str:
-    counts = check.get("counts") or {"count": check.get("count", 0)}
+def _counts(check: CheckResult) -> str:
+    counts = check.counts or {"count": check.count}
     return ", ".join(f"{key} {value}" for key, value in counts.items())
 
 
-def _details(check: dict[str, Any], report: Path) -> str:
-    examples = (check.get("examples") or [])[:MAX_EXAMPLES]
+def _details(check: CheckResult, report: Path) -> str:
+    examples = check.examples[:MAX_EXAMPLES]
     lines = [f"counts: {_counts(check)}", f"report: {report}"]
     lines += [f"example: {json.dumps(example, default=str)}" for example in examples]
     return "\n".join(lines)

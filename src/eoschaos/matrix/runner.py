@@ -25,6 +25,7 @@ from typing import Any
 from eoschaos.clusters import admin, kafka_dist, toxiproxy
 from eoschaos.clusters.broker_config import ClusterSpec
 from eoschaos.clusters.process_backend import ProcessCluster
+from eoschaos.contract.checks import results_of
 from eoschaos.contract.errors import EoschaosError
 from eoschaos.contract.progress import progress_to_stderr
 from eoschaos.contract.rundir import REPORT_FILE, read_manifest
@@ -131,9 +132,9 @@ def _run_cell(
         return {**row, "verdict": "ERROR", "met_expectation": False, "reason": reason}
     row["seconds"].update({phase: round(value, 1) for phase, value in seconds.items()})
     failed = {
-        name: {"count": check["count"], **check.get("counts", {})}
-        for name, check in verdict["checks"].items()
-        if check["verdict"] == "FAIL"
+        name: {"count": check.count, **check.counts}
+        for name, check in results_of(verdict).items()
+        if check.failed
     }
     met = run.expect.met_by(verdict)
     progress(

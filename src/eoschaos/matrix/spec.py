@@ -24,6 +24,7 @@ from typing import Any
 
 from eoschaos.clusters import kafka_dist
 from eoschaos.config import OPTIONS, RunConfig, names_of_a_run
+from eoschaos.contract.checks import CATALOGUE, results_of
 from eoschaos.contract.errors import EoschaosError
 
 # Options the matrix sets per cell run itself: it shares one cluster per Kafka version and
@@ -45,17 +46,14 @@ class Expectation:
 
     @classmethod
     def parse(cls, text: Any, where: str) -> Expectation:
-        from eoschaos.checkers.verdict import DESCRIPTIONS
-
         if text == "PASS":
             return cls("PASS")
         if isinstance(text, str) and text.startswith("FAIL:"):
             checks = tuple(text.removeprefix("FAIL:").split("|"))
             for check in checks:
-                if check not in DESCRIPTIONS:
+                if check not in CATALOGUE:
                     raise EoschaosError(
-                        f"{where}: expect names no check {check!r}; "
-                        f"checks: {', '.join(DESCRIPTIONS)}"
+                        f"{where}: expect names no check {check!r}; checks: {', '.join(CATALOGUE)}"
                     )
             return cls("FAIL", checks)
         raise EoschaosError(f'{where}: expect must be "PASS" or "FAIL:<check>", got {text!r}')
@@ -63,8 +61,8 @@ class Expectation:
     def met_by(self, verdict: dict[str, Any]) -> bool:
         if self.verdict == "PASS":
             return verdict["verdict"] == "PASS"
-        checks = verdict["checks"]
-        return any(checks.get(check, {}).get("verdict") == "FAIL" for check in self.checks)
+        checks = results_of(verdict)
+        return any(check in checks and checks[check].failed for check in self.checks)
 
     def expects_failure_of(self, check: str) -> bool:
         return check in self.checks

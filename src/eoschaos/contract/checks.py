@@ -1,0 +1,333 @@
+"""Every check a verdict can hold, one spec each: the vocabulary the checkers judge in, the
+report shows, the synthetic planter plants and docs/checkers.md lists (its table is generated
+from here, and a test holds the two equal).
+
+It sits in the contract, below the roles, because checkers and reports are siblings that must
+not import each other, and both need it; it is data only (no Spark). Adding a check is one
+spec here, its finding in the pass named by `found_by` (eoschaos.checkers), and its tests.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+from typing import Any
+
+
+class Evidence(Enum):
+    """What a check needs the history to hold beyond the reads every history has. In this
+    order a check's first missing evidence is the reason it is not applicable."""
+
+    TRANSACTIONS = "transactions"  # the pipeline's mode uses them
+    TRANSACTION_HISTORY = "transaction history"  # the client's own `txn` events (kip447)
+    COORDINATOR_STATES = "coordinator states"  # the coordinators' log (`log-batches` rows)
+    AGGREGATE_ROWS = "aggregate rows"  # the pipeline keeps aggregates (Streams)
+    EXPECTED_OUTPUT = "an --expect function"
+    FINAL_SCAN = "final scans"  # the final committed scan of both topics
+    OUTPUT_COPIES = "output as copies"  # each output record is a copy of one input record
+    END_STATE = "end state"  # log-end rows
+    GROUP_OFFSETS = "group offsets"  # the end state's committed offsets of the group
+
+
+class Pass(Enum):
+    """The Spark plans that find anomalies; one pass serves every check that names it."""
+
+    DELIVERY = "delivery"  # per input id
+    OFFSETS = "offsets"  # per topic-partition-offset
+    TRANSACTION_READS = "transaction reads"  # reads joined to the client's transactions
+    ZOMBIES = "zombies"  # the client's transactions per input partition and owner
+    STALE_COMMITS = "stale commits"  # coordinator states against the clients' commit calls
+    END_STATE = "end state"  # the end rows, on the driver
+    AGGREGATES = "aggregates"  # the pipeline's aggregates against the input
+    EXPECTED_OUTPUT = "expected output"  # --expect's results against the output
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    name: str  # family.anomaly, as verdict.json and the report spell it
+    meaning: str  # when it FAILs, in one sentence (verdict.json's description)
+    found_by: Pass
+    needs: tuple[Evidence, ...] = ()
+    implies: tuple[str, ...] = ()  # checks that FAIL too wherever this one does and they apply
+    look: str = ""  # where a reviewer looks first when it fails: a pointer into the report
+    plants: tuple[str, ...] = ()  # the synthetic planter's anomalies that it must catch
+    examples_on_input: bool = False  # its examples' places are offsets of the input topic
+
+    @property
+    def family(self) -> str:
+        return self.name.split(".", 1)[0]
+
+
+LOST = CheckSpec(
+    "delivery.lost",
+    "An acknowledged input record (or one in the final input scan) has no record in the "
+    "final committed output.",
+    Pass.DELIVERY,
+    (Evidence.FINAL_SCAN, Evidence.OUTPUT_COPIES),
+    look="follow an example id's lineage: which transaction consumed it, whether its commit "
+    "returned, and which fault was active then",
+    plants=("lost",),
+    examples_on_input=True,
+)
+DUPLICATE = CheckSpec(
+    "delivery.duplicate",
+    "One input id has more records in the final committed output than in the input (an "
+    "id the input holds twice is reflected twice by a correct pipeline: that is "
+    "delivery.duplicate-input, the producer's anomaly).",
+    Pass.DELIVERY,
+    (Evidence.FINAL_SCAN, Evidence.OUTPUT_COPIES),
+    look="compare the example's two outputs in its lineage drawing: two transactions (a "
+    "zombie or a retry after a rebalance) or one batch appended twice",
+    plants=("duplicate",),
+)
+PHANTOM = CheckSpec(
+    "delivery.phantom",
+    "A committed output record names a source id that was never sent and is not in the input.",
+    Pass.DELIVERY,
+    (Evidence.FINAL_SCAN, Evidence.OUTPUT_COPIES),
+    look="the output record's headers name a source that never existed: look for a writer "
+    "other than the pipeline, or corrupted lineage headers",
+    plants=("phantom",),
+)
+DUPLICATE_INPUT = CheckSpec(
+    "delivery.duplicate-input",
+    "The input topic holds one id at more than one offset (a producer without idempotence "
+    "retried).",
+    Pass.DELIVERY,
+    (Evidence.FINAL_SCAN,),
+    look="the seeder's producer retried a send across a leader change (docs/findings.md): "
+    "the input itself holds the record twice",
+    plants=("duplicate_input",),
+    examples_on_input=True,
+)
+ABORTED_OFFSET_READ = CheckSpec(
+    "isolation.aborted-offset-read",
+    "A reader that must see only committed data returned a record at an offset below the "
+    "final last stable offset that the final committed scan does not return: an aborted "
+    "record, found by offsets alone, so it holds for pipelines that write no transaction "
+    "history.",
+    Pass.OFFSETS,
+    (Evidence.FINAL_SCAN, Evidence.END_STATE),
+    look="the offset against the final last stable offset: the reader returned a record the "
+    "committed scan does not hold",
+)
+ABORTED_READ = CheckSpec(
+    "isolation.aborted-read",
+    "A downstream reader, or the committed scan, returned a record of a transaction that "
+    "aborted (intended fate abort, or an abort invoked): Jepsen's G1a.",
+    Pass.TRANSACTION_READS,
+    (Evidence.TRANSACTIONS, Evidence.TRANSACTION_HISTORY),
+    # a read of an aborted record is also an offset the final committed scan skipped
+    implies=(ABORTED_OFFSET_READ.name,),
+    look="the reader's isolation level and the aborted transaction's lane on the timeline: "
+    "when it aborted and when the reader saw it",
+    plants=("aborted_read",),
+)
+UNCOMMITTED_READ = CheckSpec(
+    "isolation.uncommitted-read",
+    "A downstream reader returned a record before its transaction's commit was invoked.",
+    Pass.TRANSACTION_READS,
+    (Evidence.TRANSACTIONS, Evidence.TRANSACTION_HISTORY),
+    look="the read's time against its transaction's commit on the timeline: a read before "
+    "the commit means the reader ignored the last stable offset",
+    plants=("uncommitted_read",),
+)
+FRACTURED_READ = CheckSpec(
+    "isolation.fractured-read",
+    "A reader that drained to the end saw only some of a committed transaction's records.",
+    Pass.TRANSACTION_READS,
+    (Evidence.TRANSACTIONS, Evidence.TRANSACTION_HISTORY, Evidence.FINAL_SCAN),
+    look="which of the transaction's partitions the reader missed, and whether a fault cut "
+    "the reader off from one partition's leader",
+    plants=("fractured_read",),
+)
+ORDER = CheckSpec(
+    "isolation.order",
+    "A reader's offsets in a partition went backwards or repeated, or it stepped over a "
+    "record the committed scan holds.",
+    Pass.OFFSETS,
+    look="the reader's positions around the example offset: a rewind after a rebalance, or "
+    "a fetch that skipped a committed record",
+    plants=("order_backwards", "order_skip"),
+)
+INCONSISTENT_OFFSETS = CheckSpec(
+    "isolation.inconsistent-offsets",
+    "Two readers saw different records at the same topic, partition and offset.",
+    Pass.OFFSETS,
+    look="the two readers' records at that offset: a log that diverged after an unclean "
+    "leader election",
+    plants=("inconsistent_offsets",),
+)
+ZOMBIE_WRITE = CheckSpec(
+    "fencing.zombie-write",
+    "A transaction of an older owner (lower group generation) of an input partition "
+    "committed output although its commit was invoked after a newer owner's transaction on "
+    "that partition had committed.",
+    Pass.ZOMBIES,
+    (Evidence.TRANSACTIONS, Evidence.TRANSACTION_HISTORY),
+    look="the older owner's lane on the timeline: it committed after its partition moved, so "
+    "its generation was not checked",
+    plants=("zombie_write",),
+)
+STALE_COMMIT = CheckSpec(
+    "fencing.stale-commit",
+    "The transaction coordinator wrote a PrepareCommit for one of the run's transactional "
+    "ids while no client of that id had a commit call in flight (from its invoke to that "
+    "process's next commit event): a commit request the client had given up on landed later, "
+    "in another transaction (KAFKA-17754, docs/findings.md).",
+    Pass.STALE_COMMITS,
+    (Evidence.TRANSACTIONS, Evidence.TRANSACTION_HISTORY, Evidence.COORDINATOR_STATES),
+    look="the instance lane at that time: its previous commit timed out and was retried, and "
+    "its request landed later, committing what the open transaction held so far "
+    "(KAFKA-17754; a client on transaction version 2 is fenced)",
+    plants=("stale_commit",),
+)
+OPEN_TRANSACTIONS = CheckSpec(
+    "liveness.open-transactions",
+    "A transaction of the run was still open at the end, after its faults healed (Kafka's "
+    "TransactionsCommand).",
+    Pass.END_STATE,
+    (Evidence.TRANSACTIONS, Evidence.END_STATE),
+    look="the instance lane whose last bar is unknown: a producer that hung or died "
+    "mid-transaction and was never aborted",
+    plants=("open_transaction",),
+)
+LSO = CheckSpec(
+    "liveness.lso",
+    "A partition's last stable offset stayed below its high watermark at the end (a hanging "
+    "transaction blocks read_committed readers).",
+    Pass.END_STATE,
+    (Evidence.END_STATE,),
+    look="the partition's open transaction: the instance lane with an unknown bar at the end, "
+    "and whether its transaction timeout expired",
+    plants=("lso_behind",),
+)
+GROUP_OFFSETS = CheckSpec(
+    "liveness.group-offsets",
+    "The group's committed offset of an input partition stayed below the input's end.",
+    Pass.END_STATE,
+    (Evidence.END_STATE, Evidence.GROUP_OFFSETS),
+    look="the group's committed offsets: the pipeline stopped consuming (a hung or exited "
+    "instance on the timeline) before the input's end",
+    plants=("group_offsets_behind",),
+)
+AGGREGATE_MISMATCH = CheckSpec(
+    "aggregate.mismatch",
+    "A stateful pipeline's final aggregate of a key (count, sum, min, max of the ids; the "
+    "last committed value on its aggregate topic) differs from the one computed from the "
+    "committed input, or a key is missing or extra.",
+    Pass.AGGREGATES,
+    (Evidence.AGGREGATE_ROWS, Evidence.FINAL_SCAN),
+    look="the example key's expected and found values: a duplicate or lost input record "
+    "counted in the pipeline's state",
+    plants=("aggregate_mismatch",),
+)
+EXPECTED_OUTPUT = CheckSpec(
+    "aggregate.expected-output",
+    "An aggregating pipeline's final result for a key (the last committed value of an "
+    "output key) differs from what the run's --expect function computed from the committed "
+    "input, or a key is on one side only (docs/byo.md).",
+    Pass.EXPECTED_OUTPUT,
+    (Evidence.EXPECTED_OUTPUT, Evidence.FINAL_SCAN),
+    look="the example key's expected and found results: the pipeline's output for that key "
+    "against what --expect computed",
+)
+
+# In the order verdict.json and the report list them.
+CATALOGUE: dict[str, CheckSpec] = {
+    spec.name: spec
+    for spec in (
+        LOST,
+        DUPLICATE,
+        PHANTOM,
+        DUPLICATE_INPUT,
+        ABORTED_READ,
+        UNCOMMITTED_READ,
+        FRACTURED_READ,
+        ORDER,
+        INCONSISTENT_OFFSETS,
+        ABORTED_OFFSET_READ,
+        ZOMBIE_WRITE,
+        STALE_COMMIT,
+        OPEN_TRANSACTIONS,
+        LSO,
+        GROUP_OFFSETS,
+        AGGREGATE_MISMATCH,
+        EXPECTED_OUTPUT,
+    )
+}
+
+
+@dataclass
+class CheckResult:
+    """One check's entry in verdict.json: what the checkers write and every reader (the
+    report, the CLI, the pytest plugin, the matrix) reads, instead of dict lookups."""
+
+    verdict: str  # PASS or FAIL: FAIL exactly when it found an anomaly
+    count: int
+    description: str
+    counts: dict[str, Any] = field(default_factory=dict)
+    examples: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def failed(self) -> bool:
+        return self.verdict == "FAIL"
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, raw: Any) -> CheckResult:
+        """Tolerant: a damaged or hand-edited verdict.json reads as what it holds (a report
+        must render whatever it is given; an example that is not an object is left out),
+        never raises."""
+        entry = raw if isinstance(raw, dict) else {}
+        count, counts, examples = entry.get("count"), entry.get("counts"), entry.get("examples")
+        return cls(
+            verdict=str(entry.get("verdict", "")),
+            count=count if isinstance(count, int) else 0,
+            description=str(entry.get("description", "")),
+            counts=counts if isinstance(counts, dict) else {},
+            examples=[e for e in examples if isinstance(e, dict)]
+            if isinstance(examples, list)
+            else [],
+        )
+
+
+def results_of(verdict: Any) -> dict[str, CheckResult]:
+    """The checks of a verdict (verdict.json's content), typed."""
+    checks = verdict.get("checks") if isinstance(verdict, dict) else None
+    if not isinstance(checks, dict):
+        return {}
+    return {str(name): CheckResult.from_json(raw) for name, raw in checks.items()}
+
+
+def needing(evidence: Evidence) -> tuple[str, ...]:
+    """The checks that cannot be judged without `evidence`."""
+    return tuple(name for name, spec in CATALOGUE.items() if evidence in spec.needs)
+
+
+def first_missing(spec: CheckSpec, missing: dict[Evidence, str]) -> str | None:
+    """Why `spec` cannot be judged, given each missing evidence's reason: the first in
+    Evidence's order that it needs; None when it can be."""
+    for evidence in Evidence:
+        if evidence in spec.needs and evidence in missing:
+            return missing[evidence]
+    return None
+
+
+def markdown_table() -> str:
+    """docs/checkers.md's table of checks."""
+    lines = [
+        "| check | FAILs when | needs | implies | where a reviewer looks first |",
+        "|---|---|---|---|---|",
+    ]
+    for spec in CATALOGUE.values():
+        needs = ", ".join(evidence.value for evidence in spec.needs) or "reads"
+        implies = ", ".join(f"`{name}`" for name in spec.implies)
+        lines.append(f"| `{spec.name}` | {spec.meaning} | {needs} | {implies} | {spec.look} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":  # docs/checkers.md's table: python -m eoschaos.contract.checks
+    print(markdown_table(), end="")
