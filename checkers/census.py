@@ -45,7 +45,8 @@ class Census:
     last_offsets: dict[tuple[str, str, int], int]  # (reader, topic, partition) -> highest offset
     end_rows: list[dict[str, Any]]  # the end-state writer's rows
     faults: list[dict[str, Any]]  # fault events in time order
-    log_rows: dict[str, int]  # f -> rows of the brokers' logs (batch, aborted, txn-state)
+    # f -> rows of the brokers' logs (batch, aborted, txn-state, offset-commit)
+    log_rows: dict[str, int]
 
     @property
     def has_final_committed(self) -> bool:

@@ -22,7 +22,7 @@ from pyspark.sql import functions as F
 
 from eoschaos.checkers.history_io import History
 from eoschaos.contract.checks import CATALOGUE, CheckResult
-from eoschaos.contract.history import LOG_BATCH_KIND, TXN_STATE
+from eoschaos.contract.history import LOG_BATCH_KIND, OFFSET_COMMIT, TXN_STATE
 
 MAX_PLACES = 40  # examples are few (max_examples per check); this bounds the job's filter
 NO_PRODUCER_ID = -1  # a batch of a producer without idempotence
@@ -68,7 +68,8 @@ def forensics_section(history: History, checks: dict[str, CheckResult]) -> dict[
     places = example_places(checks, history.input_topic, history.output_topic)
     if not places:
         return {"recorded": None, "examples": []}
-    log = history.kind(LOG_BATCH_KIND).filter(F.col("f") != TXN_STATE)
+    # the partitions' batches and aborted ranges, not the coordinators' records
+    log = history.kind(LOG_BATCH_KIND).filter(~F.col("f").isin(TXN_STATE, OFFSET_COMMIT))
     last = F.get_json_object("params", "$.last_offset").cast("long")
     holds = functools.reduce(
         operator.or_,

@@ -23,6 +23,7 @@ from eoschaos.chaos.schedule import FaultEvent
 from eoschaos.contract.history import (
     HUNG_ERROR_PREFIX,
     LOG_BATCH_KIND,
+    OFFSET_COMMIT,
     SUPERVISOR,
     TXN_STATE,
     instance_history_files,
@@ -539,6 +540,44 @@ def test_broker_log_forensics_explain_each_example_of_a_known_bad_mode(verdict_o
     for example in examples:
         assert all(place["batch"] for place in example["places"]), example
         assert example["pattern"], example
+
+
+def history_events(run_dir: Path) -> list[dict[str, Any]]:
+    return [
+        json.loads(line)
+        for path in (run_dir / HISTORY_DIR).glob("*.jsonl")
+        for line in path.read_text().splitlines()
+        if line.strip()
+    ]
+
+
+@pytest.mark.parametrize("scenario", ["eos-kill-zombie", "streams-eos-kill-crash"])
+def test_the_groups_offset_commits_are_recorded_with_the_markers_that_resolved_them(
+    verdict_of, scenario
+):
+    """From the group coordinators' log alone, for our pipeline and for a Kafka Streams app:
+    every commit is transactional, resolved by a marker, and the last committed commit of
+    each input partition is the group's committed offset at the end (read by the client)."""
+    run_dir = Path(verdict_of(scenario)["run_dir"])
+    manifest = read_manifest(run_dir)
+    events = history_events(run_dir)
+    commits = [e for e in events if e["kind"] == LOG_BATCH_KIND and e["f"] == OFFSET_COMMIT]
+    inputs = [e for e in commits if e["topic"] == manifest["input_topic"]]
+    assert inputs and min(e["time"] for e in commits) >= manifest["started"]
+    params = [json.loads(e["params"]) for e in inputs]
+    assert {p["group"] for p in params} == {manifest["group"]}
+    assert all(p["transactional"] and p["producer_id"] >= 0 for p in params)
+    assert {p["marker"] for p in params} <= {"COMMIT", "ABORT"}
+    last: dict[int, tuple[int, int]] = {}  # partition -> (log offset, committed offset)
+    for event, p in zip(inputs, params, strict=True):
+        if p["marker"] == "COMMIT" and p["log_offset"] > last.get(event["partition"], (-1, 0))[0]:
+            last[event["partition"]] = (p["log_offset"], event["offset"])
+    end = {
+        e["partition"]: e["offset"]
+        for e in events
+        if (e["kind"], e["f"]) == ("end", "group-offset")
+    }
+    assert end and {partition: offset for partition, (_, offset) in last.items()} == end
 
 
 def test_the_coordinators_states_of_the_runs_transactional_ids_are_recorded(verdict_of):

@@ -28,6 +28,7 @@ from eoschaos.clusters import kafka_dist, packet_drop, toxiproxy
 from eoschaos.clusters.base import Cluster
 from eoschaos.clusters.broker_config import ClusterSpec
 from eoschaos.clusters.log_dump import record_log_batches
+from eoschaos.clusters.offset_log import record_offset_log
 from eoschaos.clusters.process_backend import ProcessCluster
 from eoschaos.clusters.transaction_log import record_transaction_log
 from eoschaos.config import RunConfig
@@ -242,8 +243,9 @@ def _record_log_batches(
     since: float,
     progress: Callable[[str], None],
 ) -> None:
-    """The batch headers of the run's topics, for the checker's forensics, and the
-    coordinators' transaction states since `since`, for fencing.stale-commit."""
+    """The batch headers of the run's topics, for the checker's forensics; the
+    coordinators' transaction states since `since`, for fencing.stale-commit; and the
+    offset commits of the run's group and topics, with the markers that resolved them."""
     writer = HistoryWriter(run_dir, LOG_BATCHES)
     topics = {config.pipeline.input_topic, config.pipeline.output_topic}
     try:
@@ -255,6 +257,13 @@ def _record_log_batches(
         _evidence(
             "transaction states",
             lambda: record_transaction_log(cluster.dist, cluster.data_dirs(), since, writer),
+            progress,
+        )
+        _evidence(
+            "offset commits",
+            lambda: record_offset_log(
+                cluster.dist, cluster.data_dirs(), since, {config.pipeline.group}, topics, writer
+            ),
             progress,
         )
     finally:

@@ -96,10 +96,13 @@ END_EXPECTED = "end-expected"  # what a user's --expect function says the output
 # The run's partitions as the brokers wrote them, read after the final scans: one event per
 # batch header (f "batch") and per aborted transaction of a segment's .txnindex (f "aborted"),
 # `offset` its first offset, the rest of the header as JSON in `params` (docs/history.md); and
-# one event per transaction-state record the coordinators wrote during the run (f TXN_STATE).
+# one event per transaction-state record the coordinators wrote during the run (f TXN_STATE),
+# and one per offset commit of the run's groups, with the marker that resolved it
+# (f OFFSET_COMMIT).
 LOG_BATCHES = "log-batches"
 LOG_BATCH_KIND = "log"
 TXN_STATE = "txn-state"
+OFFSET_COMMIT = "offset-commit"
 
 # A read of a record that names no source id (what a phantom is made of), or an id the reader
 # already read in that topic (a duplicate's later copy), keeps the record as it was in its
