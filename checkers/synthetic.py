@@ -47,6 +47,7 @@ from eoschaos.contract.history import (
     LOG_BATCHES,
     NEMESIS,
     OBSERVER,
+    OFFSET_COMMIT,
     SEEDER,
     SUPERVISOR,
     TXN_STATE,
@@ -57,6 +58,8 @@ INPUT_TOPIC = "input-topic"
 COORDINATOR_TOPIC = "__transaction_state"
 PREPARED_AT = 0.55  # fraction of the slot: inside the client's commit or abort call
 OUTPUT_TOPIC = "output-topic"
+GROUP = "eoschaos-group"
+ZOMBIE_PRODUCER_ID = 999  # the planted commit's producer: none of the instances' (1000 + i)
 JSONL_MAX_RECORDS = 200_000  # above this, write Parquet: collecting to the driver stops being cheap
 SCAN_STEP = 1e-6  # seconds between two records of one partition in a final scan
 
@@ -175,6 +178,7 @@ class Plants:
     group_offsets_behind: int = 0
     aggregate_mismatch: int = 0
     stale_commit: int = 0
+    input_committed_twice: int = 0
     # Not anomalies, counted informationally: attempts fencing rejected (ILLEGAL_GENERATION),
     # and client calls that blocked past their timeout until the process gave up (hung).
     fenced_attempts: int = 0
@@ -339,6 +343,7 @@ def _regular_events(
     ]
     if shape.mode == "eos":
         parts.append(_coordinator_states(spark, shape))
+    parts.append(_offset_commits(spark, shape))
     result = _conform(parts[0], schema)
     for part in parts[1:]:
         result = result.unionByName(_conform(part, schema))
@@ -502,6 +507,49 @@ def _coordinator_states(spark: SparkSession, shape: RunShape) -> DataFrame:
     )
 
 
+def _offset_commit(eos: bool, log_offset: Any, producer_id: Any, marker: Any) -> dict[str, Any]:
+    """The params of an offset-commit row as the run records them (docs/history.md): values,
+    or Columns for the bulk rows. In eos the commit is its producer's, resolved by the marker
+    that follows it in the log; in alos a plain one."""
+    params = {
+        "group": GROUP,
+        "log_partition": 0,
+        "log_offset": log_offset,
+        "producer_id": producer_id,
+        "producer_epoch": 0,
+        "transactional": eos,
+    }
+    if eos:
+        params |= {"marker": marker, "marker_offset": log_offset + 1}
+    return params
+
+
+def _offset_commits(spark: SparkSession, shape: RunShape) -> DataFrame:
+    """Each attempt's offset commit as the group coordinator logged it: in eos its producer's
+    transactional commit resolved by the attempt's marker, in alos a plain commit."""
+    sql = _Sql(shape)
+    params = _offset_commit(
+        shape.mode == "eos",
+        2 * F.col("u"),
+        1000 + F.expr(sql.instance),
+        F.when(F.col("aborted"), "ABORT").otherwise("COMMIT"),
+    )
+    as_json = F.to_json(
+        F.struct(*[(v if isinstance(v, Column) else F.lit(v)).alias(k) for k, v in params.items()])
+    )
+    return _attempts(spark, shape, shape.slots, 1).select(
+        F.lit(LOG_BATCH_KIND).alias("kind"),
+        F.lit("ok").alias("type"),
+        F.lit(OFFSET_COMMIT).alias("f"),
+        F.lit(LOG_BATCHES).alias("process"),
+        F.expr(f"{sql.slot_time} + 0.3 * {shape.slot_seconds}").alias("time"),
+        F.lit(INPUT_TOPIC).alias("topic"),
+        F.expr(f"CAST(k % {sql.p} AS INT)").alias("partition"),
+        F.expr(f"(k div {sql.p}) * {sql.size} + {sql.size}").alias("offset"),
+        as_json.alias("params"),
+    )
+
+
 def _observer_time(shape: RunShape, record: str) -> str:
     """When the observer reads record `record` of attempt u: just after the attempt's commit."""
     sql = _Sql(shape)
@@ -606,6 +654,9 @@ class _Tail:
             self._stale_attempt(hung)
         for _ in range(plants.stale_commit):
             self._stale_commit()
+        self.recommitted: list[dict[str, int]] = []
+        for n in range(plants.input_committed_twice):
+            self._input_committed_twice(n)
         self.end_time = shape.slot_time(self.u + 1)
         self._end_state()
 
@@ -741,6 +792,27 @@ class _Tail:
         t = self.shape.slot_time(self.u) + 0.3 * self.shape.slot_seconds
         self._prepared("eoschaos-txn-0", t)
         self.stale_commits.append({"txn_id": "eoschaos-txn-0", "prepared_at": t})
+        self.u += 1
+
+    def _input_committed_twice(self, n: int) -> None:
+        """A commit that takes effect after every slot's, at an offset of input partition
+        n % P's first slot, below what its last slot committed: a zombie's, or a consumer
+        that started from an old offset."""
+        s = self.shape
+        partition, offset = n % s.partitions, s.txn_size
+        params = _offset_commit(s.mode == "eos", 2 * self.u, ZOMBIE_PRODUCER_ID, "COMMIT")
+        self._event(
+            LOG_BATCH_KIND,
+            "ok",
+            OFFSET_COMMIT,
+            LOG_BATCHES,
+            s.slot_time(self.u),
+            topic=INPUT_TOPIC,
+            partition=partition,
+            offset=offset,
+            params=json.dumps(params, sort_keys=True),
+        )
+        self.recommitted.append({"partition": partition, "offset": offset})
         self.u += 1
 
     def _transaction(
@@ -934,6 +1006,7 @@ class _Tail:
                 {"key": str(key)} for key in range(self.plants.aggregate_mismatch)
             ],
             "stale_commit": self.stale_commits,
+            "input_committed_twice": self.recommitted,
         }
 
 

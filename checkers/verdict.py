@@ -22,6 +22,7 @@ from eoschaos.checkers.findings import result, tally
 from eoschaos.checkers.forensics import forensics_section
 from eoschaos.checkers.history_io import History, load_history
 from eoschaos.checkers.lineage import lineage_section
+from eoschaos.checkers.offset_commits import offset_commit_findings
 from eoschaos.checkers.raw_records import attach_raw_records
 from eoschaos.checkers.timeline import timeline
 from eoschaos.checkers.transactions import transaction_reads, transaction_stats, transaction_table
@@ -36,7 +37,13 @@ from eoschaos.contract.checks import (
     Pass,
     first_missing,
 )
-from eoschaos.contract.history import FINAL_COMMITTED, FINAL_UNCOMMITTED, LOG_BATCHES, TXN_STATE
+from eoschaos.contract.history import (
+    FINAL_COMMITTED,
+    FINAL_UNCOMMITTED,
+    LOG_BATCHES,
+    OFFSET_COMMIT,
+    TXN_STATE,
+)
 from eoschaos.contract.rundir import SCHEMA_VERSION
 
 MANIFEST_KEYS = ("workload", "mode", "seed", "kafka_version", "faults", "backend", "command")
@@ -83,6 +90,8 @@ def _judge(
             parts.append(fencing.zombie_findings(txn_reads, txns))
     if Pass.STALE_COMMITS in passes:
         parts.append(fencing.stale_commit_findings(history))
+    if Pass.OFFSET_COMMITS in passes:
+        parts.append(offset_commit_findings(history))
     tallies = tally(functools.reduce(DataFrame.unionByName, parts), max_examples) if parts else {}
     run_timeline = timeline(history, census, txns)
     if txns is not None:
@@ -161,6 +170,12 @@ def _not_applicable(history: History, census: Census) -> dict[str, str]:
         missing[Evidence.COORDINATOR_STATES] = (
             "the history has no transaction states of the coordinators (writer "
             f"{LOG_BATCHES}, recorded since history 2026-11-25)"
+        )
+    if not census.log_rows.get(OFFSET_COMMIT):
+        missing[Evidence.OFFSET_COMMITS] = (
+            "the history has no offset commits of the group coordinators (writer "
+            f"{LOG_BATCHES}, f {OFFSET_COMMIT}): the pipeline commits no offsets to a group, "
+            "or the run predates them"
         )
     if not census.end_rows_of("aggregate"):
         missing[Evidence.AGGREGATE_ROWS] = "the pipeline keeps no aggregates (no aggregate rows)"

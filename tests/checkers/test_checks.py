@@ -28,6 +28,7 @@ COPY_CHECKS = [name for name in CATALOGUE if name != EXPECT_ONLY]
 NEEDS_TRANSACTIONS = needing(Evidence.TRANSACTIONS)
 NEEDS_TXN_HISTORY = needing(Evidence.TRANSACTION_HISTORY)
 NEEDS_COORDINATOR_STATES = needing(Evidence.COORDINATOR_STATES)
+NEEDS_OFFSET_COMMITS = needing(Evidence.OFFSET_COMMITS)
 EVERY_ANOMALY = Plants(**{plant: 2 for plant in PLANT_CHECKS})
 ALL_EXAMPLES = 1000
 
@@ -236,12 +237,16 @@ def test_black_box_workload_lists_per_transaction_checks_as_not_applicable(
 def test_a_history_without_the_coordinators_states_lists_stale_commit_as_not_applicable(
     spark, tmp_path
 ):
-    """Runs before 2026-11-25, or whose coordinator log could not be read, judge the rest."""
+    """Runs before the coordinators' logs were recorded, or whose logs could not be read,
+    judge the rest."""
     run = write_synthetic(spark, tmp_path, SHAPE, Plants(stale_commit=1, lost=1), parquet=False)
     (run.run_dir / HISTORY_DIR / f"{LOG_BATCHES}.jsonl").unlink()
     verdict = check_run(spark, run.run_dir, lineage=False)
-    assert sorted(verdict["not_applicable"]) == sorted([*NEEDS_COORDINATOR_STATES, EXPECT_ONLY])
+    assert sorted(verdict["not_applicable"]) == sorted(
+        [*NEEDS_COORDINATOR_STATES, *NEEDS_OFFSET_COMMITS, EXPECT_ONLY]
+    )
     assert "coordinators" in verdict["not_applicable"]["fencing.stale-commit"]
+    assert "offset commits" in verdict["not_applicable"]["delivery.input-committed-twice"]
     assert failing_counts(verdict) == {"delivery.lost": 1}
 
 

@@ -21,6 +21,7 @@ class Evidence(Enum):
     TRANSACTIONS = "transactions"  # the pipeline's mode uses them
     TRANSACTION_HISTORY = "transaction history"  # the client's own `txn` events (kip447)
     COORDINATOR_STATES = "coordinator states"  # the coordinators' log (`log-batches` rows)
+    OFFSET_COMMITS = "offset commits"  # the group coordinators' log (`log-batches` rows)
     AGGREGATE_ROWS = "aggregate rows"  # the pipeline keeps aggregates (Streams)
     EXPECTED_OUTPUT = "an --expect function"
     FINAL_SCAN = "final scans"  # the final committed scan of both topics
@@ -37,6 +38,7 @@ class Pass(Enum):
     TRANSACTION_READS = "transaction reads"  # reads joined to the client's transactions
     ZOMBIES = "zombies"  # the client's transactions per input partition and owner
     STALE_COMMITS = "stale commits"  # coordinator states against the clients' commit calls
+    OFFSET_COMMITS = "offset commits"  # each group's committed offsets in log order
     END_STATE = "end state"  # the end rows, on the driver
     AGGREGATES = "aggregates"  # the pipeline's aggregates against the input
     EXPECTED_OUTPUT = "expected output"  # --expect's results against the output
@@ -98,6 +100,20 @@ DUPLICATE_INPUT = CheckSpec(
     look="the seeder's producer retried a send across a leader change (docs/findings.md): "
     "the input itself holds the record twice",
     plants=("duplicate_input",),
+    examples_on_input=True,
+)
+INPUT_COMMITTED_TWICE = CheckSpec(
+    "delivery.input-committed-twice",
+    "A group's committed offset of an input partition moved backwards: a commit that took "
+    "effect (a plain one, or a transactional one its COMMIT marker resolved) named a lower "
+    "offset than one committed before it, so the input in between was consumed and committed "
+    "by two transactions. Read from the group coordinators' log, for any pipeline.",
+    Pass.OFFSET_COMMITS,
+    (Evidence.OFFSET_COMMITS,),
+    look="the two commits' producers and times against the fault timeline: a consumer that "
+    "started from an older offset while a newer commit was pending (docs/findings.md, the "
+    "99 duplicates), or a zombie whose commit was not fenced",
+    plants=("input_committed_twice",),
     examples_on_input=True,
 )
 ABORTED_OFFSET_READ = CheckSpec(
@@ -241,6 +257,7 @@ CATALOGUE: dict[str, CheckSpec] = {
         DUPLICATE,
         PHANTOM,
         DUPLICATE_INPUT,
+        INPUT_COMMITTED_TWICE,
         ABORTED_READ,
         UNCOMMITTED_READ,
         FRACTURED_READ,
