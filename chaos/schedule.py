@@ -80,12 +80,13 @@ def expected_hold(event: FaultEvent) -> float:
 def conflict(first: FaultEvent, second: FaultEvent) -> str | None:
     """Why two faults cannot hold at the same time, or None if they do not overlap or can.
 
-    Each fault holds [at, at + expected_hold); an instantaneous fault (a crash) overlaps a
-    fault it lands strictly inside of.
+    Each fault holds [at, at + expected_hold); an instantaneous fault (a crash, a kill with no
+    duration) holds its instant, so it overlaps a fault it lands inside of, that fault's first
+    instant included, and another instantaneous fault at the same instant: both are applied
+    then, one after the other (a second kill of a broker the first has just taken down would
+    restart it at once).
     """
-    if not (
-        first.at < second.at + expected_hold(second) and second.at < first.at + expected_hold(first)
-    ):
+    if not _overlap(first, second):
         return None
     if CATALOGUE[first.fault].takes_broker_out and CATALOGUE[second.fault].takes_broker_out:
         return (
@@ -97,6 +98,17 @@ def conflict(first: FaultEvent, second: FaultEvent) -> str | None:
     if first.target == second.target and first.fault == second.fault:
         return f"the same fault twice on {first.target}"
     return None
+
+
+def _overlap(first: FaultEvent, second: FaultEvent) -> bool:
+    first_hold, second_hold = expected_hold(first), expected_hold(second)
+    if first_hold == 0 and second_hold == 0:
+        return first.at == second.at
+    if first_hold == 0:
+        return second.at <= first.at < second.at + second_hold
+    if second_hold == 0:
+        return first.at <= second.at < first.at + first_hold
+    return first.at < second.at + second_hold and second.at < first.at + first_hold
 
 
 def _unknown_fault(name: str) -> EoschaosError:

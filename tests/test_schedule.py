@@ -437,6 +437,14 @@ def test_an_unknown_fault_in_a_built_schedule_is_refused():
             event(2, "reset", "coordinator"),
             "the same fault twice",
         ),
+        # an instantaneous fault at another's first instant: both are applied then, and a
+        # second kill would restart the broker the first has just taken down
+        (kill(10, "broker:1"), kill(10, "broker:1", duration=0.0), "only one broker may be out"),
+        (
+            event(10, "crash", "instance:0"),
+            event(10, "crash", "instance:0"),
+            "both hit instance:0",
+        ),
     ],
     ids=lambda value: value if isinstance(value, str) else f"{value.fault}-{value.target}",
 )
@@ -456,6 +464,8 @@ def test_overlapping_faults_that_cannot_be_combined_are_refused(first, second, r
         (event(10, "latency", "broker:1"), event(12, "latency", "broker:2")),
         (event(10, "rolling-restart", "all"), event(20, "zombie", "instance:2")),
         (kill(10, "broker:1"), kill(16, "broker:2")),
+        (kill(10, "broker:1", duration=0.0), kill(10.5, "broker:1", duration=0.0)),
+        (event(10, "crash", "instance:0"), event(10, "crash", "instance:1")),
     ],
     ids=lambda value: f"{value.fault}-{value.target}",
 )
