@@ -3,7 +3,7 @@
 nothing of it is left running or listening afterwards. The re-check is a verdict or one line
 (an unfinished run never reads as PASS). The killed process's writers lost no more history
 than their flush interval. CI kills during the cluster's start and right after a crashed
-instance was replaced (kip447 and a BYO command). Nightly adds that moment for the Streams app,
+instance was replaced (kip447). Nightly adds that moment for the Streams app and a BYO command,
 a kill at a fixed moment of the workload and one while the checkers run, kills of every
 workload at random moments, and kills of `eoschaos matrix` at random moments followed by the
 resumed night.
@@ -88,7 +88,7 @@ def test_a_run_killed_during_a_phase_leaves_nothing_and_never_reads_as_pass(
         "kip447",
         # a JVM, and a user's command below a shell: the two kinds eoschaos does not write
         pytest.param("streams", marks=pytest.mark.chaos),
-        "byo",
+        pytest.param("byo", marks=pytest.mark.chaos),
     ],
 )
 def test_a_run_killed_right_after_a_crashed_instance_was_replaced_leaves_no_process(
