@@ -38,9 +38,6 @@ _MARKER = re.compile(
     r"^\| offset: (?P<offset>\d+) CreateTime: (?P<create_time>-?\d+) "
     r".*endTxnMarker: (?P<marker>COMMIT|ABORT)"
 )
-# Kafka before the JSON decoder: `offset_commit::group=G,partition=TOPIC-P`, `offset=N,...`
-_LEGACY_KEY = re.compile(r"^offset_commit::group=(?P<group>.*),partition=(?P<tp>.*)-(?P<p>\d+)$")
-_LEGACY_OFFSET = re.compile(r"(?:^|,)offset=(?P<offset>-?\d+)")
 
 
 @dataclass
@@ -111,13 +108,10 @@ def parse_offset_log(out: str, by_file: dict[str, Replica]) -> Iterator[OffsetCo
 
 def _decode(key: str, payload: str) -> tuple[str, str, int, int, int | None] | None:
     """(group, topic, partition, offset, commit ms) of an offset commit record; None for any
-    other record (group metadata) and for a tombstone (an expired or deleted offset)."""
+    other record (group metadata) and for a tombstone (an expired or deleted offset). Kafka
+    3.9's tool prints them as JSON too, as 4.x's does (read with both on a 4.3.1 log)."""
     try:
-        key_data = json.loads(key)
-    except ValueError:
-        return _legacy(key, payload)
-    try:
-        data = key_data["data"]
+        data = json.loads(key)["data"]
         if "topic" not in data:
             return None  # group metadata
         value = json.loads(payload)
@@ -133,14 +127,6 @@ def _decode(key: str, payload: str) -> tuple[str, str, int, int, int | None] | N
         )
     except (ValueError, TypeError, KeyError):
         return None
-
-
-def _legacy(key: str, payload: str) -> tuple[str, str, int, int, int | None] | None:
-    key_match = _LEGACY_KEY.match(key)
-    offset = _LEGACY_OFFSET.search(payload)
-    if key_match is None or offset is None:
-        return None
-    return key_match["group"], key_match["tp"], int(key_match["p"]), int(offset["offset"]), None
 
 
 def record_offset_log(

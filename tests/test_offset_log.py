@@ -99,16 +99,3 @@ def test_a_transactional_commit_is_resolved_by_its_producer_s_next_marker():
 def test_a_transactional_commit_with_no_marker_is_open():
     assert by_partition()[2].transactional
     assert by_partition()[2].marker is None
-
-
-def test_kafka_3_text_keys_are_read_too():
-    legacy = "\n".join(
-        [
-            "Dumping /d/__consumer_offsets-5/00000000000000000000.log",
-            batch(0, -1, -1, False, False),
-            f"| offset: 0 CreateTime: 100 {PREFIX} key: offset_commit::group=g,"
-            "partition=my-topic-3 payload: offset=42,metadata=",
-        ]
-    )
-    [found] = parse_offset_log(legacy, FILES)
-    assert (found.group, found.topic, found.partition, found.offset) == ("g", "my-topic", 3, 42)
