@@ -26,6 +26,7 @@ from eoschaos.contract.history import LOG_BATCH_KIND, HistoryWriter
 
 DUMP_TOOL = {3: "kafka.tools.DumpLogSegments", 4: "org.apache.kafka.tools.DumpLogSegments"}
 DUMP_TIMEOUT_S = 300.0
+MTIME_SLACK_S = 2.0  # a file system's timestamps may be that coarse
 _PAIR = re.compile(r"(\w+): (\S+)")
 _PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
 
@@ -51,6 +52,20 @@ def chosen_replicas(data_dirs: dict[int, Path], topics: set[str]) -> list[Replic
             if key not in best or size > best[key][0]:
                 best[key] = (size, Replica(key[0], key[1], node, directory))
     return [replica for _, replica in (best[key] for key in sorted(best))]
+
+
+def segments_written_since(
+    data_dirs: dict[int, Path], topic: str, since: float
+) -> dict[str, Replica]:
+    """The .log segments of `topic`'s chosen replicas written to since `since` (seconds, wall
+    clock), by path. A coordinator topic of a shared cluster grows with every run; a segment
+    untouched since the run started holds none of its records."""
+    return {
+        str(path): replica
+        for replica in chosen_replicas(data_dirs, {topic})
+        for path in sorted(replica.path.glob("*.log"))
+        if path.stat().st_mtime >= since - MTIME_SLACK_S
+    }
 
 
 def dump(dist: KafkaDistribution, replicas: list[Replica]) -> Iterator[tuple[Replica, dict]]:

@@ -25,8 +25,12 @@ from pathlib import Path
 
 from eoschaos.clusters.admin import CONSUMER_OFFSETS_TOPIC
 from eoschaos.clusters.kafka_dist import KafkaDistribution
-from eoschaos.clusters.log_dump import Replica, chosen_replicas, lines_by_replica, run_dump
-from eoschaos.clusters.transaction_log import MTIME_SLACK_S
+from eoschaos.clusters.log_dump import (
+    Replica,
+    lines_by_replica,
+    run_dump,
+    segments_written_since,
+)
 from eoschaos.contract.history import LOG_BATCH_KIND, OFFSET_COMMIT, HistoryWriter
 
 _PAIR = re.compile(r"(\w+): (\S+)")
@@ -139,12 +143,7 @@ def record_offset_log(
 ) -> int:
     """Every offset commit of `groups`, or of a partition of `topics`, written since `since`
     (seconds, wall clock) into `history` at its create time; how many."""
-    by_file = {
-        str(path): replica
-        for replica in chosen_replicas(data_dirs, {CONSUMER_OFFSETS_TOPIC})
-        for path in sorted(replica.path.glob("*.log"))
-        if path.stat().st_mtime >= since - MTIME_SLACK_S
-    }
+    by_file = segments_written_since(data_dirs, CONSUMER_OFFSETS_TOPIC, since)
     if not by_file:
         return 0
     out = run_dump(dist, by_file, "--deep-iteration", "--offsets-decoder")

@@ -48,6 +48,10 @@ class ManagedProcess:
     def alive(self) -> bool:
         return process_alive(self.pid, self.start_ticks)
 
+    def describe(self) -> str:
+        """Its pid and the start of its command line, as cleanup reports a stray."""
+        return f"{self.pid} ({' '.join(self.cmd)[:60]})"
+
 
 def proc_stat(pid: int) -> tuple[str, int] | None:
     """(state, start time in clock ticks) from /proc, or None if there is no such process."""
@@ -68,7 +72,7 @@ def process_alive(pid: int, start_ticks: int | None = None) -> bool:
 
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
-EXIT_PARENT_GONE = 6  # the status an instance's own orphan watch exits with, too
+EXIT_PARENT_GONE = 6  # the harness that started it died (workloads.harness.orphan too)
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
@@ -104,7 +108,7 @@ class Spawner:
     def spawn(
         self, name: str, cmd: list[str], log_path: Path, pid_dir: Path, env: dict[str, str] | None
     ) -> tuple[subprocess.Popen[bytes], ManagedProcess]:
-        """processes.spawn(..., bound_to_parent=True), from this thread."""
+        """spawn(..., bound=True), from this thread."""
         done: Future[tuple[subprocess.Popen[bytes], ManagedProcess]] = Future()
         self._jobs.put((lambda: spawn(name, cmd, log_path, pid_dir, env=env, bound=True), done))
         return done.result()

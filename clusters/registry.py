@@ -66,7 +66,7 @@ def stop_run_dir(run_dir: Path, timeout: float = 5.0) -> list[str]:
             processes.remove_pid_file(pid_dir, proc.name)
             stopped.append(proc.name)
     for stray in processes.stop_strays(run_dir, timeout):
-        stopped.append(f"{stray.pid} ({' '.join(stray.cmd)[:60]})")
+        stopped.append(stray.describe())
     unregister_run_dir(run_dir)
     packet_drop.release_tagged(packet_drop.tag_for(run_dir))  # a stranded connection's rules
     return stopped

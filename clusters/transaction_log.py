@@ -20,7 +20,12 @@ from pathlib import Path
 
 from eoschaos.clusters.admin import TRANSACTION_STATE_TOPIC
 from eoschaos.clusters.kafka_dist import KafkaDistribution
-from eoschaos.clusters.log_dump import Replica, chosen_replicas, lines_by_replica, run_dump
+from eoschaos.clusters.log_dump import (
+    Replica,
+    lines_by_replica,
+    run_dump,
+    segments_written_since,
+)
 from eoschaos.contract.history import LOG_BATCH_KIND, TXN_STATE, HistoryWriter
 
 # Kafka 4.x writes the state as its id (org.apache.kafka.coordinator.transaction.
@@ -35,7 +40,6 @@ STATE_NAMES = (
     "Dead",
     "PrepareEpochFence",
 )
-MTIME_SLACK_S = 2.0  # a file system's timestamps may be that coarse
 _RECORD = re.compile(
     r"^\| offset: (?P<offset>\d+) CreateTime: (?P<create_time>-?\d+) "
     r".* key: (?P<key>.*?) payload: (?P<payload>.*)$"
@@ -112,15 +116,7 @@ def record_transaction_log(
 ) -> int:
     """Every state record written to `__transaction_state` since `since` (seconds, wall
     clock) into `history`, at its create time; how many."""
-    replicas = chosen_replicas(data_dirs, {TRANSACTION_STATE_TOPIC})
-    # A shared cluster's log grows with every run; a segment untouched since the run started
-    # holds none of its states, and most partitions hold no transactional id of the run.
-    by_file = {
-        str(path): r
-        for r in replicas
-        for path in sorted(r.path.glob("*.log"))
-        if path.stat().st_mtime >= since - MTIME_SLACK_S
-    }
+    by_file = segments_written_since(data_dirs, TRANSACTION_STATE_TOPIC, since)
     if not by_file:
         return 0
     out = run_dump(dist, by_file, "--transaction-log-decoder")

@@ -402,7 +402,9 @@ def _refused(run_dir: Path, match: str, **options) -> None:
 def test_no_container_runtime_names_the_fix(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))  # neither podman nor docker on it
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/nothing.sock")
-    _refused(tmp_path / "run", "no container runtime answers.*setup_podman.sh")
+    _refused(
+        tmp_path / "run", "no container runtime answers.*setup_podman.sh"
+    )  # asserts by raising
 
 
 def test_missing_image_names_the_build_command_and_leaves_nothing(runtime, tmp_path):

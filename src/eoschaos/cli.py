@@ -319,7 +319,7 @@ def cmd_cleanup(args: argparse.Namespace) -> int:
         strays = stop_strays(args.run_dir)
         total += len(strays)
         for stray in strays:
-            print(f"{args.run_dir}: stopped {stray.pid} ({' '.join(stray.cmd)[:60]})")
+            print(f"{args.run_dir}: stopped {stray.describe()}")
     print(f"cleanup done: {total} processes stopped in {len(targets)} run dirs")
     return EXIT_OK
 

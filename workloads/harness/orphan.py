@@ -20,7 +20,7 @@ from collections.abc import Callable
 from eoschaos.clusters import processes
 from eoschaos.contract.instance_env import PARENT_PID
 
-EXIT_ORPHANED = 6  # the supervising harness died
+EXIT_ORPHANED = processes.EXIT_PARENT_GONE  # the supervising harness died
 ORPHAN_CHECK_S = 1.0
 
 

@@ -187,8 +187,7 @@ class Supervisor:
         while processes.strays(self._workload_dir) and time.monotonic() < deadline:
             time.sleep(0.1)
         for stray in processes.stop_strays(self._workload_dir, timeout):
-            command = " ".join(stray.cmd)[:80]
-            print(f"{stray.pid} ({command}) outlived its instance; stopped", file=sys.stderr)
+            print(f"{stray.describe()} outlived its instance; stopped", file=sys.stderr)
         unregister_run_dir(self._workload_dir)
         self._spawner.close()
         self._history.close()
