@@ -18,7 +18,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from eoschaos.contract.checks import CheckResult
+from eoschaos.contract.checks import CheckResult, CheckSpec
 
 
 @dataclass(frozen=True)
@@ -98,13 +98,14 @@ def tally(findings: DataFrame, max_examples: int) -> dict[str, Tally]:
     return tallies
 
 
-def result(description: str, found: Tally | None) -> CheckResult:
+def result(spec: CheckSpec, found: Tally | None) -> CheckResult:
     """The verdict entry of one check: FAIL exactly when it found an anomaly."""
     found = found or Tally()
     return CheckResult(
         verdict="FAIL" if found.count else "PASS",
         count=found.count,
-        description=description,
+        description=spec.meaning,
         counts=dict(found.counts),
         examples=found.examples,
+        evidence=list(spec.sources),
     )

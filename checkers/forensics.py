@@ -22,7 +22,13 @@ from pyspark.sql import functions as F
 
 from eoschaos.checkers.history_io import History
 from eoschaos.contract.checks import CATALOGUE, CheckResult
-from eoschaos.contract.history import LOG_BATCH_KIND, OFFSET_COMMIT, TXN_STATE
+from eoschaos.contract.history import (
+    LOG_ABORTED,
+    LOG_BATCH,
+    LOG_BATCH_KIND,
+    OFFSET_COMMIT,
+    TXN_STATE,
+)
 
 MAX_PLACES = 40  # examples are few (max_examples per check); this bounds the job's filter
 NO_PRODUCER_ID = -1  # a batch of a producer without idempotence
@@ -107,14 +113,14 @@ def _located(place: Place, rows: list[dict[str, Any]]) -> dict[str, Any]:
         if (row["topic"], row["partition"]) == (place.topic, place.partition)
     ]
     here = [b for b in here if b["first"] <= place.offset <= b.get("last_offset", -1)]
-    batch = next((b for b in here if b["f"] == "batch" and not b.get("control")), None)
+    batch = next((b for b in here if b["f"] == LOG_BATCH and not b.get("control")), None)
     aborted = None
     if batch is not None:
         aborted = next(
             (
                 b
                 for b in here
-                if b["f"] == "aborted" and b.get("producer_id") == batch.get("producer_id")
+                if b["f"] == LOG_ABORTED and b.get("producer_id") == batch.get("producer_id")
             ),
             None,
         )

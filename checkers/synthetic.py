@@ -50,12 +50,12 @@ from eoschaos.contract.history import (
     OFFSET_COMMIT,
     SEEDER,
     SUPERVISOR,
+    TRANSACTION_STATE_TOPIC,
     TXN_STATE,
 )
 from eoschaos.contract.rundir import HISTORY_DIR, PARQUET_DIR, write_manifest
 
 INPUT_TOPIC = "input-topic"
-COORDINATOR_TOPIC = "__transaction_state"
 PREPARED_AT = 0.55  # fraction of the slot: inside the client's commit or abort call
 OUTPUT_TOPIC = "output-topic"
 GROUP = "eoschaos-group"
@@ -499,7 +499,7 @@ def _coordinator_states(spark: SparkSession, shape: RunShape) -> DataFrame:
         f"'{LOG_BATCHES}' AS process",
         f"{sql.slot_time} + {PREPARED_AT * shape.slot_seconds} AS time",
         f"concat('eoschaos-txn-', {sql.instance}) AS txn_id",
-        f"'{COORDINATOR_TOPIC}' AS topic",
+        f"'{TRANSACTION_STATE_TOPIC}' AS topic",
         "0 AS partition",
         "u AS offset",
         f"IF(aborted, '{_coordinator_state('PrepareAbort')}', "
@@ -780,7 +780,7 @@ class _Tail:
             LOG_BATCHES,
             time,
             txn_id=txn_id,
-            topic=COORDINATOR_TOPIC,
+            topic=TRANSACTION_STATE_TOPIC,
             partition=0,
             offset=self.u,
             params=_coordinator_state("PrepareCommit"),

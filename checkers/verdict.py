@@ -22,6 +22,8 @@ from eoschaos.checkers.findings import result, tally
 from eoschaos.checkers.forensics import forensics_section
 from eoschaos.checkers.history_io import History, load_history
 from eoschaos.checkers.lineage import lineage_section
+from eoschaos.checkers.log_findings import older_epoch_findings, torn_findings, transaction_parts
+from eoschaos.checkers.log_transactions import coordinator_transactions, of_the_run
 from eoschaos.checkers.offset_commits import offset_commit_findings
 from eoschaos.checkers.raw_records import attach_raw_records
 from eoschaos.checkers.timeline import timeline
@@ -31,6 +33,7 @@ from eoschaos.contract.checks import (
     ABORTED_OFFSET_READ,
     CATALOGUE,
     EXPECTED_OUTPUT,
+    TORN_TRANSACTION,
     ZOMBIE_WRITE,
     CheckResult,
     Evidence,
@@ -40,6 +43,8 @@ from eoschaos.contract.checks import (
 from eoschaos.contract.history import (
     FINAL_COMMITTED,
     FINAL_UNCOMMITTED,
+    LOG_BATCH,
+    LOG_BATCH_KIND,
     LOG_BATCHES,
     OFFSET_COMMIT,
     TXN_STATE,
@@ -92,11 +97,24 @@ def _judge(
         parts.append(fencing.stale_commit_findings(history))
     if Pass.OFFSET_COMMITS in passes:
         parts.append(offset_commit_findings(history))
+    log_txns = None
+    if Pass.LOG_TRANSACTIONS in passes:
+        log = history.kind(LOG_BATCH_KIND)
+        topics = (history.input_topic, history.output_topic)
+        log_txns = of_the_run(coordinator_transactions(log), topics).cache()
+        if TORN_TRANSACTION.name in applicable:
+            copies = Capabilities.of_manifest(history.manifest).output_is_copies
+            txn_parts = transaction_parts(log, log_txns, history.input_topic, history.output_topic)
+            parts.append(torn_findings(txn_parts, copies))
+        parts.append(older_epoch_findings(log, log_txns))
     tallies = tally(functools.reduce(DataFrame.unionByName, parts), max_examples) if parts else {}
     run_timeline = timeline(history, census, txns)
     if txns is not None:
         txns.unpersist()
         txn_reads.unpersist()
+    if log_txns is not None:
+        txn_stats["from_logs"] = _fates(log_txns)
+        log_txns.unpersist()
     if Pass.END_STATE in passes:
         tallies.update(liveness.liveness_tallies(census, history.input_topic, max_examples))
     if Pass.AGGREGATES in passes:
@@ -104,7 +122,7 @@ def _judge(
     if Pass.EXPECTED_OUTPUT in passes:
         tallies.update(aggregates.expected_output_tallies(census, max_examples))
 
-    checks = {name: result(CATALOGUE[name].meaning, tallies.get(name)) for name in applicable}
+    checks = {name: result(CATALOGUE[name], tallies.get(name)) for name in applicable}
     if ZOMBIE_WRITE.name in checks:
         checks[ZOMBIE_WRITE.name].counts["rejected_attempts"] = txn_stats.get(
             "rejected_attempts", 0
@@ -134,6 +152,11 @@ def _judge(
         "events": census.events,
     }
     return verdict
+
+
+def _fates(log_txns: DataFrame) -> dict[str, int]:
+    """How many of the coordinators' transactions ended each way (COMMIT, ABORT, OPEN, ...)."""
+    return {row["fate"]: row["count"] for row in log_txns.groupBy("fate").count().collect()}
 
 
 def _unfinished(census: Census) -> list[str]:
@@ -170,6 +193,11 @@ def _not_applicable(history: History, census: Census) -> dict[str, str]:
         missing[Evidence.COORDINATOR_STATES] = (
             "the history has no transaction states of the coordinators (writer "
             f"{LOG_BATCHES}, recorded since history 2026-11-25)"
+        )
+    if not census.log_rows.get(LOG_BATCH):
+        missing[Evidence.BATCH_HEADERS] = (
+            f"the history has no batch headers of the run's partitions (writer {LOG_BATCHES}, "
+            "recorded since history 2026-11-24)"
         )
     if not census.log_rows.get(OFFSET_COMMIT):
         missing[Evidence.OFFSET_COMMITS] = (

@@ -22,11 +22,10 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from eoschaos.clusters.kafka_dist import KafkaDistribution
 from eoschaos.contract.errors import EoschaosError
+from eoschaos.contract.history import CONSUMER_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 from eoschaos.contract.host import java_binary
 
 READINESS_TOPIC = "eoschaos-readiness"
-TRANSACTION_STATE_TOPIC = "__transaction_state"
-CONSUMER_OFFSETS_TOPIC = "__consumer_offsets"
 METADATA_LOG_DIR = "__cluster_metadata-0"  # a KRaft node's copy of the metadata log
 T = TypeVar("T")
 ATTEMPT_TIMEOUT_S = 10.0  # one CreateTopics attempt; a dead controller costs at most this

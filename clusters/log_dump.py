@@ -22,7 +22,7 @@ from pathlib import Path
 
 from eoschaos.clusters.admin import run_tool
 from eoschaos.clusters.kafka_dist import KafkaDistribution
-from eoschaos.contract.history import LOG_BATCH_KIND, HistoryWriter
+from eoschaos.contract.history import LOG_ABORTED, LOG_BATCH, LOG_BATCH_KIND, HistoryWriter
 
 DUMP_TOOL = {3: "kafka.tools.DumpLogSegments", 4: "org.apache.kafka.tools.DumpLogSegments"}
 DUMP_TIMEOUT_S = 300.0
@@ -114,7 +114,7 @@ def parse_dump(out: str, by_file: dict[str, Replica]) -> Iterator[tuple[Replica,
 
 def _batch(fields: dict[str, str]) -> dict:
     return {
-        "kind": "batch",
+        "kind": LOG_BATCH,
         "base_offset": int(fields["baseOffset"]),
         "last_offset": int(fields["lastOffset"]),
         "count": int(fields.get("count", 0)),
@@ -131,7 +131,7 @@ def _batch(fields: dict[str, str]) -> dict:
 
 def _aborted(fields: dict[str, str]) -> dict:
     return {
-        "kind": "aborted",
+        "kind": LOG_ABORTED,
         "producer_id": int(fields["producerId"]),
         "first_offset": int(fields["firstOffset"]),
         "last_offset": int(fields["lastOffset"]),
@@ -145,7 +145,7 @@ def record_log_batches(
     recorded = 0
     for replica, header in dump(dist, chosen_replicas(data_dirs, topics)):
         kind = header.pop("kind")
-        first = header.pop("base_offset" if kind == "batch" else "first_offset")
+        first = header.pop("base_offset" if kind == LOG_BATCH else "first_offset")
         history.record(
             LOG_BATCH_KIND,
             "ok",

@@ -23,7 +23,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from eoschaos.clusters.admin import CONSUMER_OFFSETS_TOPIC
 from eoschaos.clusters.kafka_dist import KafkaDistribution
 from eoschaos.clusters.log_dump import (
     Replica,
@@ -31,7 +30,12 @@ from eoschaos.clusters.log_dump import (
     run_dump,
     segments_written_since,
 )
-from eoschaos.contract.history import LOG_BATCH_KIND, OFFSET_COMMIT, HistoryWriter
+from eoschaos.contract.history import (
+    CONSUMER_OFFSETS_TOPIC,
+    LOG_BATCH_KIND,
+    OFFSET_COMMIT,
+    HistoryWriter,
+)
 
 _PAIR = re.compile(r"(\w+): (\S+)")
 _RECORD = re.compile(

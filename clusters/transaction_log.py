@@ -18,7 +18,6 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from eoschaos.clusters.admin import TRANSACTION_STATE_TOPIC
 from eoschaos.clusters.kafka_dist import KafkaDistribution
 from eoschaos.clusters.log_dump import (
     Replica,
@@ -26,7 +25,12 @@ from eoschaos.clusters.log_dump import (
     run_dump,
     segments_written_since,
 )
-from eoschaos.contract.history import LOG_BATCH_KIND, TXN_STATE, HistoryWriter
+from eoschaos.contract.history import (
+    LOG_BATCH_KIND,
+    TRANSACTION_STATE_TOPIC,
+    TXN_STATE,
+    HistoryWriter,
+)
 
 # Kafka 4.x writes the state as its id (org.apache.kafka.coordinator.transaction.
 # TransactionState); 3.x prints the name. Both are recorded by name.

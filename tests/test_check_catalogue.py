@@ -54,3 +54,10 @@ def test_a_check_is_not_applicable_for_the_first_evidence_it_lacks_in_evidence_o
     assert first_missing(CATALOGUE["isolation.order"], missing) is None
     only_states = {Evidence.COORDINATOR_STATES: "no coordinator states"}
     assert first_missing(stale_commit, only_states) == "no coordinator states"
+
+
+def test_a_check_says_where_its_evidence_comes_from():
+    assert CATALOGUE["delivery.torn-transaction"].sources == ("broker logs",)
+    assert CATALOGUE["fencing.stale-commit"].sources == ("client history", "broker logs")
+    assert CATALOGUE["isolation.aborted-read"].sources == ("client history",)
+    assert CATALOGUE["isolation.order"].sources == ("reads",)

@@ -20,6 +20,7 @@ import pytest
 from browser import rendered_dom, screenshot
 
 from eoschaos.chaos.schedule import FaultEvent
+from eoschaos.contract.checks import Evidence, needing
 from eoschaos.contract.history import (
     HUNG_ERROR_PREFIX,
     LOG_BATCH_KIND,
@@ -45,8 +46,15 @@ ALWAYS = (
     "liveness.group-offsets",
 )
 TRANSACTIONAL = (*ALWAYS, "liveness.open-transactions")
+# Judged from the brokers' logs, for any pipeline that uses transactions and a consumer group.
+FROM_THE_LOGS = (
+    "delivery.input-committed-twice",
+    "delivery.torn-transaction",
+    "fencing.older-epoch-commit",
+)
 EVERY_CHECK = (
     *TRANSACTIONAL,
+    *FROM_THE_LOGS,
     "delivery.duplicate",
     "isolation.aborted-read",
     "isolation.uncommitted-read",
@@ -55,16 +63,22 @@ EVERY_CHECK = (
     "fencing.stale-commit",
 )
 # A pipeline that writes no transaction history of its own is judged by offsets and ids.
-BLACK_BOX = (*TRANSACTIONAL, "delivery.duplicate", "isolation.aborted-offset-read")
+BLACK_BOX = (
+    *TRANSACTIONAL,
+    *FROM_THE_LOGS,
+    "delivery.duplicate",
+    "isolation.aborted-offset-read",
+)
 
 
 # An aggregating pipeline (--expect) writes results, not copies: no input id to follow.
 AGGREGATING = tuple(check for check in ALWAYS if check not in ("delivery.lost", "delivery.phantom"))
 
 
-# Spark keeps its source offsets in its checkpoint: no group offsets to judge.
+# Spark keeps its source offsets in its checkpoint: no group offsets, and no offset commits.
 def without_group_offsets(checks: tuple[str, ...]) -> tuple[str, ...]:
-    return tuple(check for check in checks if check != "liveness.group-offsets")
+    unjudged = {*needing(Evidence.GROUP_OFFSETS), *needing(Evidence.OFFSET_COMMITS)}
+    return tuple(check for check in checks if check not in unjudged)
 
 
 BYO_KIP447 = f"{sys.executable} -m eoschaos.workloads.kip447.processor --env"
@@ -112,6 +126,8 @@ SCENARIOS = [
     Scenario(
         "no-fencing-zombie",
         {"mode": "no-fencing", "faults": "zombie", "duration": 25, "records": 10000},
+        # its offsets go to the group apart from its transactions: every one is torn
+        must_fail=("delivery.torn-transaction",),
         must_fail_one_of=("fencing.zombie-write", "delivery.duplicate"),
         must_pass=TRANSACTIONAL,
     ),
@@ -239,6 +255,20 @@ SCENARIOS += [
         "byo-kip447-crash",
         {"workload": "byo", "command": BYO_KIP447, "faults": "crash", "duration": 25},
         must_pass=BLACK_BOX,
+        nightly=True,
+    ),
+    Scenario(
+        # A pipeline that commits its offsets to the group apart from its transaction (the
+        # kip447 processor told so by its environment): the logs show every transaction torn.
+        "byo-offsets-outside-crash",
+        {
+            "workload": "byo",
+            "command": f"EOSCHAOS_MODE=no-fencing {BYO_KIP447}",
+            "faults": "crash",
+            "duration": 25,
+        },
+        must_fail=("delivery.torn-transaction",),
+        must_pass=(*ALWAYS, "fencing.older-epoch-commit", "delivery.input-committed-twice"),
         nightly=True,
     ),
     Scenario(

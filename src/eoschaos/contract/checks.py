@@ -21,6 +21,7 @@ class Evidence(Enum):
     TRANSACTIONS = "transactions"  # the pipeline's mode uses them
     TRANSACTION_HISTORY = "transaction history"  # the client's own `txn` events (kip447)
     COORDINATOR_STATES = "coordinator states"  # the coordinators' log (`log-batches` rows)
+    BATCH_HEADERS = "batch headers"  # the run's partitions' batches and markers (`log-batches`)
     OFFSET_COMMITS = "offset commits"  # the group coordinators' log (`log-batches` rows)
     AGGREGATE_ROWS = "aggregate rows"  # the pipeline keeps aggregates (Streams)
     EXPECTED_OUTPUT = "an --expect function"
@@ -39,9 +40,20 @@ class Pass(Enum):
     ZOMBIES = "zombies"  # the client's transactions per input partition and owner
     STALE_COMMITS = "stale commits"  # coordinator states against the clients' commit calls
     OFFSET_COMMITS = "offset commits"  # each group's committed offsets in log order
+    LOG_TRANSACTIONS = "log transactions"  # the transactions the brokers' logs show
     END_STATE = "end state"  # the end rows, on the driver
     AGGREGATES = "aggregates"  # the pipeline's aggregates against the input
     EXPECTED_OUTPUT = "expected output"  # --expect's results against the output
+
+
+# Where a check's evidence comes from beyond what readers read (verdict.json's `evidence`).
+FROM_SOURCE: dict[Evidence, str] = {
+    Evidence.TRANSACTION_HISTORY: "client history",
+    Evidence.COORDINATOR_STATES: "broker logs",
+    Evidence.BATCH_HEADERS: "broker logs",
+    Evidence.OFFSET_COMMITS: "broker logs",
+}
+READS = "reads"  # scans, downstream reads and the end state, which every history has
 
 
 @dataclass(frozen=True)
@@ -58,6 +70,13 @@ class CheckSpec:
     @property
     def family(self) -> str:
         return self.name.split(".", 1)[0]
+
+    @property
+    def sources(self) -> tuple[str, ...]:
+        """Where its evidence comes from: the client's own history and/or the brokers' logs,
+        or only what readers read."""
+        found = dict.fromkeys(FROM_SOURCE[e] for e in self.needs if e in FROM_SOURCE)
+        return tuple(found) or (READS,)
 
 
 LOST = CheckSpec(
@@ -115,6 +134,22 @@ INPUT_COMMITTED_TWICE = CheckSpec(
     "99 duplicates), or a zombie whose commit was not fenced",
     plants=("input_committed_twice",),
     examples_on_input=True,
+)
+TORN_TRANSACTION = CheckSpec(
+    "delivery.torn-transaction",
+    "A transaction the coordinator committed was not whole, per the brokers' logs: it "
+    "committed output but no offsets of the input, or (output of copies) committed offsets "
+    "that moved an input partition forward with no output, or its markers disagreed. Read "
+    "from the logs, for any transactional pipeline.",
+    Pass.LOG_TRANSACTIONS,
+    (
+        Evidence.TRANSACTIONS,
+        Evidence.COORDINATOR_STATES,
+        Evidence.BATCH_HEADERS,
+        Evidence.OFFSET_COMMITS,
+    ),
+    look="the example's output ranges and offsets: a pipeline that commits its offsets "
+    "outside its transaction (a plain commit, or none), or that sends no offsets with output",
 )
 ABORTED_OFFSET_READ = CheckSpec(
     "isolation.aborted-offset-read",
@@ -198,6 +233,17 @@ STALE_COMMIT = CheckSpec(
     "(KAFKA-17754; a client on transaction version 2 is fenced)",
     plants=("stale_commit",),
 )
+OLDER_EPOCH_COMMIT = CheckSpec(
+    "fencing.older-epoch-commit",
+    "The transaction coordinator committed a transaction of an older producer epoch of a "
+    "transactional id after a newer producer session of that id had been initialised "
+    "(InitProducerId at a higher epoch): a zombie that was not fenced. Read from the "
+    "coordinators' log, for any transactional pipeline.",
+    Pass.LOG_TRANSACTIONS,
+    (Evidence.TRANSACTIONS, Evidence.COORDINATOR_STATES),
+    look="the transactional id's sessions on the timeline: the older instance's commit after "
+    "the newer one's start (a broker that did not check the epoch)",
+)
 OPEN_TRANSACTIONS = CheckSpec(
     "liveness.open-transactions",
     "A transaction of the run was still open at the end, after its faults healed (Kafka's "
@@ -258,6 +304,7 @@ CATALOGUE: dict[str, CheckSpec] = {
         PHANTOM,
         DUPLICATE_INPUT,
         INPUT_COMMITTED_TWICE,
+        TORN_TRANSACTION,
         ABORTED_READ,
         UNCOMMITTED_READ,
         FRACTURED_READ,
@@ -266,6 +313,7 @@ CATALOGUE: dict[str, CheckSpec] = {
         ABORTED_OFFSET_READ,
         ZOMBIE_WRITE,
         STALE_COMMIT,
+        OLDER_EPOCH_COMMIT,
         OPEN_TRANSACTIONS,
         LSO,
         GROUP_OFFSETS,
@@ -285,6 +333,7 @@ class CheckResult:
     description: str
     counts: dict[str, Any] = field(default_factory=dict)
     examples: list[dict[str, Any]] = field(default_factory=list)
+    evidence: list[str] = field(default_factory=list)  # its spec's sources
 
     @property
     def failed(self) -> bool:
@@ -300,6 +349,7 @@ class CheckResult:
         never raises."""
         entry = raw if isinstance(raw, dict) else {}
         count, counts, examples = entry.get("count"), entry.get("counts"), entry.get("examples")
+        evidence = entry.get("evidence")
         return cls(
             verdict=str(entry.get("verdict", "")),
             count=count if isinstance(count, int) else 0,
@@ -308,6 +358,7 @@ class CheckResult:
             examples=[e for e in examples if isinstance(e, dict)]
             if isinstance(examples, list)
             else [],
+            evidence=[str(e) for e in evidence] if isinstance(evidence, list) else [],
         )
 
 

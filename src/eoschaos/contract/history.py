@@ -101,6 +101,11 @@ END_EXPECTED = "end-expected"  # what a user's --expect function says the output
 # (f OFFSET_COMMIT).
 LOG_BATCHES = "log-batches"
 LOG_BATCH_KIND = "log"
+LOG_BATCH = "batch"
+LOG_ABORTED = "aborted"
+# Kafka's own topics the coordinators write, as txn-state and offset-commit rows name them
+TRANSACTION_STATE_TOPIC = "__transaction_state"
+CONSUMER_OFFSETS_TOPIC = "__consumer_offsets"
 TXN_STATE = "txn-state"
 OFFSET_COMMIT = "offset-commit"
 

@@ -1,0 +1,255 @@
+"""Transactions judged from the brokers' logs alone (eoschaos.checkers.log_transactions): the
+coordinator's records, the output's batches and markers, and the offset commits of one
+producer are one transaction; delivery.torn-transaction and fencing.older-epoch-commit judge
+it. Each history here is the synthetic run plus the log rows of a few transactions of one more
+producer, written as the run records them (docs/history.md)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from eoschaos.checkers.synthetic import GROUP, INPUT_TOPIC, OUTPUT_TOPIC, RunShape, write_synthetic
+from eoschaos.checkers.verdict import check_run
+from eoschaos.contract.history import (
+    CONSUMER_OFFSETS_TOPIC,
+    LOG_ABORTED,
+    LOG_BATCH,
+    LOG_BATCH_KIND,
+    LOG_BATCHES,
+    OFFSET_COMMIT,
+    TRANSACTION_STATE_TOPIC,
+    TXN_STATE,
+)
+from eoschaos.contract.rundir import HISTORY_DIR
+
+SHAPE = RunShape()
+TORN = "delivery.torn-transaction"
+OLDER_EPOCH = "fencing.older-epoch-commit"
+TXN_ID = "pipeline-7"
+PRODUCER = 4242
+T0 = SHAPE.start + 5000.0  # after every event of the synthetic run
+OUT_PARTITION = 1
+IN_PARTITION = 2
+OUTPUT_START = 100_000  # output offsets of these transactions, after the synthetic run's
+INPUT_START = 1_000_000  # the input offsets they commit, after the synthetic run's commits
+CONSUMER_OFFSETS_PARTITION = 3
+
+
+def _row(f: str, time: float, topic: str, partition: int, offset: int, **more) -> dict:
+    params = more.pop("params")
+    return {
+        "kind": LOG_BATCH_KIND,
+        "type": "ok",
+        "f": f,
+        "process": LOG_BATCHES,
+        "time": time,
+        "topic": topic,
+        "partition": partition,
+        "offset": offset,
+        "params": json.dumps(params),
+        **more,
+    }
+
+
+@dataclass
+class Pipeline:
+    """One transactional producer's log rows, transaction by transaction."""
+
+    epoch: int = 0
+    rows: list[dict] = field(default_factory=list)
+    clock: float = T0
+    output_at: int = OUTPUT_START
+    input_at: int = INPUT_START
+    state_at: int = 0
+    offsets_at: int = 0
+
+    def _state(self, state: str, partitions: list[str], epoch: int | None = None) -> None:
+        self.clock += 0.01
+        params = {
+            "producer_id": PRODUCER,
+            "producer_epoch": self.epoch if epoch is None else epoch,
+            "state": state,
+            "partitions": partitions,
+            "last_update_ms": round(self.clock * 1000),
+            "node": 1,
+        }
+        self.rows.append(
+            _row(
+                TXN_STATE,
+                self.clock,
+                TRANSACTION_STATE_TOPIC,
+                0,
+                self.state_at,
+                txn_id=TXN_ID,
+                params=params,
+            )
+        )
+        self.state_at += 1
+
+    def _batch(self, offset: int, count: int, control: bool, epoch: int) -> None:
+        params = {
+            "last_offset": offset + count - 1,
+            "producer_id": PRODUCER,
+            "producer_epoch": epoch,
+            "transactional": True,
+            "control": control,
+            "create_time": round(self.clock * 1000),
+            "node": 1,
+        }
+        self.rows.append(
+            _row(
+                LOG_BATCH,
+                self.clock,
+                OUTPUT_TOPIC,
+                OUT_PARTITION,
+                offset,
+                count=count,
+                params=params,
+            )
+        )
+
+    def start_session(self) -> None:
+        """InitProducerId: the coordinator's Empty state at the next epoch."""
+        self.epoch += 1
+        self._state("Empty", [])
+
+    def transaction(
+        self,
+        records: int = 10,
+        commits: str | None = "in",
+        fate: str = "COMMIT",
+        output_fate: str | None = None,
+        epoch: int | None = None,
+    ) -> None:
+        """A transaction of `records` output records and input offsets: committed with the
+        offsets in it ("in"), as a plain commit after it ("plain") or none (None)."""
+        epoch = self.epoch if epoch is None else epoch
+        out = f"{OUTPUT_TOPIC}-{OUT_PARTITION}"
+        offsets = f"{CONSUMER_OFFSETS_TOPIC}-{CONSUMER_OFFSETS_PARTITION}"
+        parts = ([out] if records else []) + ([offsets] if commits == "in" else [])
+        self._state("Ongoing", parts, epoch)
+        if records:
+            self._batch(self.output_at, records, control=False, epoch=epoch)
+            self.output_at += records
+        self.input_at += 10
+        commit_at = self.clock
+        self._state("Prepare" + fate.capitalize(), parts, epoch)
+        self.clock += 0.01
+        if records:
+            marker = output_fate or fate
+            if marker == "ABORT":
+                self.rows.append(
+                    _row(
+                        LOG_ABORTED,
+                        self.clock,
+                        OUTPUT_TOPIC,
+                        OUT_PARTITION,
+                        self.output_at - records,
+                        params={"producer_id": PRODUCER, "last_offset": self.output_at},
+                    )
+                )
+            self._batch(self.output_at, 1, control=True, epoch=epoch)
+            self.output_at += 1
+        if commits is not None:
+            self._offset_commit(commit_at, transactional=commits == "in", fate=fate, epoch=epoch)
+        self._state("Complete" + fate.capitalize(), [], epoch)
+
+    def _offset_commit(self, at: float, transactional: bool, fate: str, epoch: int) -> None:
+        params = {
+            "group": GROUP,
+            "log_partition": CONSUMER_OFFSETS_PARTITION,
+            "log_offset": self.offsets_at,
+            "producer_id": PRODUCER if transactional else -1,
+            "producer_epoch": epoch if transactional else -1,
+            "transactional": transactional,
+            "commit_ms": round(at * 1000),
+            "marker": fate if transactional else None,
+            "marker_offset": self.offsets_at + 1 if transactional else None,
+            "marker_time": round(self.clock * 1000) if transactional else None,
+            "node": 1,
+        }
+        self.rows.append(
+            _row(OFFSET_COMMIT, at, INPUT_TOPIC, IN_PARTITION, self.input_at, params=params)
+        )
+        self.offsets_at += 2
+
+
+def judged(spark, tmp_path: Path, pipeline: Pipeline) -> dict:
+    run = write_synthetic(spark, tmp_path / "run", SHAPE, parquet=False)
+    with (run.run_dir / HISTORY_DIR / f"{LOG_BATCHES}.jsonl").open("a") as log:
+        log.writelines(json.dumps(row) + "\n" for row in pipeline.rows)
+    return check_run(spark, run.run_dir, lineage=False)
+
+
+def _whole(n: int = 3) -> Pipeline:
+    pipeline = Pipeline()
+    pipeline.start_session()
+    for _ in range(n):
+        pipeline.transaction()
+    return pipeline
+
+
+def test_whole_transactions_pass_and_are_counted_by_their_fate(spark, tmp_path):
+    pipeline = _whole(3)
+    pipeline.transaction(fate="ABORT")
+    verdict = judged(spark, tmp_path, pipeline)
+    assert verdict["checks"][TORN]["verdict"] == "PASS"
+    assert verdict["checks"][OLDER_EPOCH]["verdict"] == "PASS"
+    assert verdict["stats"]["transactions"]["from_logs"] == {"COMMIT": 3, "ABORT": 1}
+
+
+def test_output_committed_with_offsets_committed_outside_the_transaction_is_torn(spark, tmp_path):
+    pipeline = _whole(1)
+    pipeline.transaction(commits="plain")
+    torn = judged(spark, tmp_path, pipeline)["checks"][TORN]
+    assert (torn["verdict"], torn["count"]) == ("FAIL", 1)
+    [example] = torn["examples"]
+    assert (example["txn_id"], example["producer_id"], example["fate"]) == (
+        TXN_ID,
+        PRODUCER,
+        "COMMIT",
+    )
+    assert example["torn"] == "it committed output but no offsets of the input"
+    [output] = example["output"]
+    assert (output["partition"], output["first_offset"], output["records"]) == (
+        OUT_PARTITION,
+        OUTPUT_START + 11,
+        10,
+    )
+
+
+def test_offsets_committed_with_no_output_for_the_input_they_consumed_is_torn(spark, tmp_path):
+    pipeline = _whole(1)
+    pipeline.transaction(records=0)
+    torn = judged(spark, tmp_path, pipeline)["checks"][TORN]
+    assert (torn["verdict"], torn["count"]) == ("FAIL", 1)
+    assert torn["examples"][0]["torn"] == "it committed input offsets but no output for that input"
+    [commit] = torn["examples"][0]["offsets"]
+    assert (commit["partition"], commit["advanced"]) == (IN_PARTITION, 10)
+
+
+def test_markers_that_disagree_within_one_transaction_are_torn(spark, tmp_path):
+    pipeline = _whole(1)
+    pipeline.transaction(output_fate="ABORT")
+    torn = judged(spark, tmp_path, pipeline)["checks"][TORN]
+    assert (torn["verdict"], torn["count"]) == ("FAIL", 1)
+    assert torn["examples"][0]["torn"].startswith("its markers disagree")
+
+
+def test_an_older_epoch_committing_after_a_newer_session_began_is_a_zombie(spark, tmp_path):
+    pipeline = _whole(1)
+    pipeline.start_session()  # epoch 2 begins ...
+    pipeline.transaction(epoch=1)  # ... and epoch 1 still commits
+    older = judged(spark, tmp_path, pipeline)["checks"][OLDER_EPOCH]
+    assert (older["verdict"], older["count"]) == ("FAIL", 1)
+    [example] = older["examples"]
+    assert (example["txn_id"], example["producer_epoch"], example["newer_epoch"]) == (TXN_ID, 1, 2)
+
+
+def test_a_new_session_after_the_older_epochs_commit_is_no_zombie(spark, tmp_path):
+    pipeline = _whole(2)
+    pipeline.start_session()
+    pipeline.transaction()
+    assert judged(spark, tmp_path, pipeline)["checks"][OLDER_EPOCH]["verdict"] == "PASS"
