@@ -297,12 +297,14 @@ def _checks(verdict: dict) -> str:
             f"<td>{_badge(check.verdict)}</td>"
             f'<td class="num">{esc(_text(check.count))}</td>'
             f"<td>{esc(', '.join(f'{k}={_text(v)}' for k, v in counts.items()))}</td>"
+            f"<td>{esc(', '.join(check.evidence))}</td>"
             f"<td>{esc(_text(check.description))}{_look_at(name, check)}</td></tr>"
         )
         details.append(_check_examples(name, check, drawn))
     table = (
         '<table class="data"><thead><tr><th>check</th><th>verdict</th><th>count</th>'
-        f"<th>counts</th><th>what it means</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        "<th>counts</th><th>judged from</th><th>what it means</th></tr></thead>"
+        f"<tbody>{''.join(rows)}</tbody></table>"
     )
     return "<h2>Checks</h2>" + table + "".join(details)
 

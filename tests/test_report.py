@@ -81,6 +81,7 @@ def verdict(result: str = "FAIL") -> dict:
         "counts": {"ids": 1},
         "examples": [{"id": 2, "partition": 0, "offset": 5}] if result == "FAIL" else [],
         "description": "one input id with more than one committed output",
+        "evidence": ["reads"],
     }
     return {
         "verdict": result,
@@ -242,6 +243,12 @@ def test_a_failing_verdict_renders_fail_with_its_example_records():
     examples = re.search(r'<details id="check-delivery.duplicate" open>.*?</details>', document)
     assert examples is not None
     assert "<th>id</th><th>partition</th><th>offset</th>" in examples.group(0)
+
+
+def test_each_check_says_what_it_was_judged_from():
+    document = render_report(verdict("FAIL"))
+    row = re.search(r"<tr><td><a href=\"#check-delivery.duplicate\">.*?</tr>", document)
+    assert row is not None and "<td>reads</td>" in row.group(0)
 
 
 def test_not_applicable_checks_are_listed_with_their_reason():
