@@ -17,6 +17,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 
 from eoschaos.checkers import aggregates, delivery, fencing, isolation, liveness
+from eoschaos.checkers.agreement import agreement
 from eoschaos.checkers.census import Census, take_census
 from eoschaos.checkers.findings import result, tally
 from eoschaos.checkers.forensics import forensics_section
@@ -81,7 +82,7 @@ def _judge(
         parts.append(isolation.offset_findings(history, census))
     if Pass.DELIVERY in passes:
         parts.append(delivery.delivery_findings(history))
-    txn_stats: dict[str, int] = {}
+    txn_stats: dict[str, Any] = {}
     txns = None
     if passes & {Pass.TRANSACTION_READS, Pass.ZOMBIES}:
         txns = transaction_table(history).cache()
@@ -109,12 +110,14 @@ def _judge(
         parts.append(older_epoch_findings(log, log_txns))
     tallies = tally(functools.reduce(DataFrame.unionByName, parts), max_examples) if parts else {}
     run_timeline = timeline(history, census, txns)
+    if log_txns is not None:
+        txn_stats["from_logs"] = _fates(log_txns)
+        if txns is not None:
+            txn_stats["agreement"] = agreement(txns, log_txns, max_examples)
+        log_txns.unpersist()
     if txns is not None:
         txns.unpersist()
         txn_reads.unpersist()
-    if log_txns is not None:
-        txn_stats["from_logs"] = _fates(log_txns)
-        log_txns.unpersist()
     if Pass.END_STATE in passes:
         tallies.update(liveness.liveness_tallies(census, history.input_topic, max_examples))
     if Pass.AGGREGATES in passes:
@@ -224,7 +227,7 @@ def _not_applicable(history: History, census: Census) -> dict[str, str]:
     return {name: reason for name, reason in reasons.items() if reason is not None}
 
 
-def _stats(history: History, census: Census, txn_stats: dict[str, int]) -> dict[str, Any]:
+def _stats(history: History, census: Census, txn_stats: dict[str, Any]) -> dict[str, Any]:
     """Record counts as the final scans saw them (informational: the checks judge ids)."""
     return {
         "input_records": census.records_of(FINAL_COMMITTED, history.input_topic),

@@ -253,3 +253,12 @@ def test_a_new_session_after_the_older_epochs_commit_is_no_zombie(spark, tmp_pat
     pipeline.start_session()
     pipeline.transaction()
     assert judged(spark, tmp_path, pipeline)["checks"][OLDER_EPOCH]["verdict"] == "PASS"
+
+
+def test_commits_the_coordinator_made_that_no_client_history_holds_are_a_disagreement(
+    spark, tmp_path
+):
+    """The synthetic processors' history knows nothing of this producer's three commits."""
+    agreement = judged(spark, tmp_path, _whole(3))["stats"]["transactions"]["agreement"]
+    [ours] = [row for row in agreement["disagreements"] if row["txn_id"] == TXN_ID]
+    assert (ours["client_committed"], ours["client_unknown"], ours["log_committed"]) == (0, 0, 3)
