@@ -7,8 +7,11 @@ producer, written as the run records them (docs/history.md)."""
 from __future__ import annotations
 
 import json
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import pytest
 
 from eoschaos.checkers.synthetic import GROUP, INPUT_TOPIC, OUTPUT_TOPIC, RunShape, write_synthetic
 from eoschaos.checkers.verdict import check_run
@@ -176,11 +179,23 @@ class Pipeline:
         self.offsets_at += 2
 
 
-def judged(spark, tmp_path: Path, pipeline: Pipeline) -> dict:
-    run = write_synthetic(spark, tmp_path / "run", SHAPE, parquet=False)
-    with (run.run_dir / HISTORY_DIR / f"{LOG_BATCHES}.jsonl").open("a") as log:
-        log.writelines(json.dumps(row) + "\n" for row in pipeline.rows)
-    return check_run(spark, run.run_dir, lineage=False)
+@pytest.fixture(scope="module")
+def synthetic_run(spark, tmp_path_factory) -> Path:
+    """The correct synthetic run, written once: each test judges a copy with its own rows."""
+    return write_synthetic(
+        spark, tmp_path_factory.mktemp("synthetic"), SHAPE, parquet=False
+    ).run_dir
+
+
+@pytest.fixture
+def judged(spark, synthetic_run, tmp_path):
+    def judge(pipeline: Pipeline) -> dict:
+        run_dir = shutil.copytree(synthetic_run, tmp_path / "run")
+        with (run_dir / HISTORY_DIR / f"{LOG_BATCHES}.jsonl").open("a") as log:
+            log.writelines(json.dumps(row) + "\n" for row in pipeline.rows)
+        return check_run(spark, run_dir, lineage=False)
+
+    return judge
 
 
 def _whole(n: int = 3) -> Pipeline:
@@ -191,19 +206,19 @@ def _whole(n: int = 3) -> Pipeline:
     return pipeline
 
 
-def test_whole_transactions_pass_and_are_counted_by_their_fate(spark, tmp_path):
+def test_whole_transactions_pass_and_are_counted_by_their_fate(judged):
     pipeline = _whole(3)
     pipeline.transaction(fate="ABORT")
-    verdict = judged(spark, tmp_path, pipeline)
+    verdict = judged(pipeline)
     assert verdict["checks"][TORN]["verdict"] == "PASS"
     assert verdict["checks"][OLDER_EPOCH]["verdict"] == "PASS"
     assert verdict["stats"]["transactions"]["from_logs"] == {"COMMIT": 3, "ABORT": 1}
 
 
-def test_output_committed_with_offsets_committed_outside_the_transaction_is_torn(spark, tmp_path):
+def test_output_committed_with_offsets_committed_outside_the_transaction_is_torn(judged):
     pipeline = _whole(1)
     pipeline.transaction(commits="plain")
-    torn = judged(spark, tmp_path, pipeline)["checks"][TORN]
+    torn = judged(pipeline)["checks"][TORN]
     assert (torn["verdict"], torn["count"]) == ("FAIL", 1)
     [example] = torn["examples"]
     assert (example["txn_id"], example["producer_id"], example["fate"]) == (
@@ -220,45 +235,43 @@ def test_output_committed_with_offsets_committed_outside_the_transaction_is_torn
     )
 
 
-def test_offsets_committed_with_no_output_for_the_input_they_consumed_is_torn(spark, tmp_path):
+def test_offsets_committed_with_no_output_for_the_input_they_consumed_is_torn(judged):
     pipeline = _whole(1)
     pipeline.transaction(records=0)
-    torn = judged(spark, tmp_path, pipeline)["checks"][TORN]
+    torn = judged(pipeline)["checks"][TORN]
     assert (torn["verdict"], torn["count"]) == ("FAIL", 1)
     assert torn["examples"][0]["torn"] == "it committed input offsets but no output for that input"
     [commit] = torn["examples"][0]["offsets"]
     assert (commit["partition"], commit["advanced"]) == (IN_PARTITION, 10)
 
 
-def test_markers_that_disagree_within_one_transaction_are_torn(spark, tmp_path):
+def test_markers_that_disagree_within_one_transaction_are_torn(judged):
     pipeline = _whole(1)
     pipeline.transaction(output_fate="ABORT")
-    torn = judged(spark, tmp_path, pipeline)["checks"][TORN]
+    torn = judged(pipeline)["checks"][TORN]
     assert (torn["verdict"], torn["count"]) == ("FAIL", 1)
     assert torn["examples"][0]["torn"].startswith("its markers disagree")
 
 
-def test_an_older_epoch_committing_after_a_newer_session_began_is_a_zombie(spark, tmp_path):
+def test_an_older_epoch_committing_after_a_newer_session_began_is_a_zombie(judged):
     pipeline = _whole(1)
     pipeline.start_session()  # epoch 2 begins ...
     pipeline.transaction(epoch=1)  # ... and epoch 1 still commits
-    older = judged(spark, tmp_path, pipeline)["checks"][OLDER_EPOCH]
+    older = judged(pipeline)["checks"][OLDER_EPOCH]
     assert (older["verdict"], older["count"]) == ("FAIL", 1)
     [example] = older["examples"]
     assert (example["txn_id"], example["producer_epoch"], example["newer_epoch"]) == (TXN_ID, 1, 2)
 
 
-def test_a_new_session_after_the_older_epochs_commit_is_no_zombie(spark, tmp_path):
+def test_a_new_session_after_the_older_epochs_commit_is_no_zombie(judged):
     pipeline = _whole(2)
     pipeline.start_session()
     pipeline.transaction()
-    assert judged(spark, tmp_path, pipeline)["checks"][OLDER_EPOCH]["verdict"] == "PASS"
+    assert judged(pipeline)["checks"][OLDER_EPOCH]["verdict"] == "PASS"
 
 
-def test_commits_the_coordinator_made_that_no_client_history_holds_are_a_disagreement(
-    spark, tmp_path
-):
+def test_commits_the_coordinator_made_that_no_client_history_holds_are_a_disagreement(judged):
     """The synthetic processors' history knows nothing of this producer's three commits."""
-    agreement = judged(spark, tmp_path, _whole(3))["stats"]["transactions"]["agreement"]
+    agreement = judged(_whole(3))["stats"]["transactions"]["agreement"]
     [ours] = [row for row in agreement["disagreements"] if row["txn_id"] == TXN_ID]
     assert (ours["client_committed"], ours["client_unknown"], ours["log_committed"]) == (0, 0, 3)
