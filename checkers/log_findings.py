@@ -17,75 +17,20 @@ client.
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from eoschaos.checkers.findings import explode_findings, finding
-from eoschaos.checkers.log_transactions import (
-    ABORT,
-    COMMIT,
-    COMMITTING,
-    TXN_KEY,
-    attributed,
-    data_pieces,
-    offset_commits,
-    session_starts,
-)
+from eoschaos.checkers.log_transactions import ABORT, COMMIT, COMMITTING
 from eoschaos.contract.checks import OLDER_EPOCH_COMMIT, TORN_TRANSACTION
 
 
-def _with_advance(commits: DataFrame) -> DataFrame:
-    """Each commit with how far it moved its group's committed offset of the partition, in
-    the order the commits took effect (null for the first and for one that did not)."""
-    chain = Window.partitionBy("group", "topic", "partition").orderBy("log_partition", "at")
-    took_effect = F.col("fate") == COMMIT
-    before = F.last(F.when(took_effect, F.col("offset")), ignorenulls=True).over(
-        chain.rowsBetween(Window.unboundedPreceding, -1)
-    )
-    return commits.withColumn("advanced", F.when(took_effect, F.col("offset") - before))
-
-
-def transaction_parts(
-    log: DataFrame, txns: DataFrame, input_topic: str, output_topic: str
-) -> DataFrame:
-    """The coordinator's transactions with what the logs show each did: committed and aborted
-    output pieces on the output topic (with their ranges), and offset commits of the input
-    topic (with how far each moved the group's offset)."""
-    output = attributed(data_pieces(log).filter(F.col("topic") == output_topic), txns)
-    commits = attributed(
-        _with_advance(offset_commits(log).filter(F.col("topic") == input_topic)).filter(
-            "transactional"
-        ),
-        txns,
-    )
-    range_ = F.struct("partition", "first_offset", "last_offset", "records", "fate")
-    by_output = output.groupBy(*TXN_KEY).agg(
-        F.sum(F.when(F.col("fate") == COMMIT, F.col("records"))).alias("output_committed"),
-        F.count(F.when(F.col("fate") == ABORT, 1)).alias("output_aborted_pieces"),
-        F.collect_set("fate").alias("output_fates"),
-        F.sort_array(F.collect_list(range_)).alias("output"),
-    )
-    commit = F.struct("group", "partition", "offset", "advanced", "fate")
-    by_commits = commits.groupBy(*TXN_KEY).agg(
-        F.count(F.when(F.col("fate") == COMMIT, 1)).alias("offsets_committed"),
-        F.sum(F.when(F.col("fate") == COMMIT, F.col("advanced"))).alias("input_advanced"),
-        F.collect_set("fate").alias("offset_fates"),
-        F.sort_array(F.collect_list(commit)).alias("offsets"),
-    )
-    return txns.join(by_output, TXN_KEY, "left").join(by_commits, TXN_KEY, "left")
-
-
-def torn_findings(parts: DataFrame, output_is_copies: bool) -> DataFrame:
-    """One anomaly row per torn transaction, with what tore it."""
+def torn_findings(txns: DataFrame, output_is_copies: bool) -> DataFrame:
+    """One anomaly row per torn transaction of the logs' table, with what tore it."""
     committed = F.col("fate").isin(COMMIT, COMMITTING)
-    fates = F.array_distinct(
-        F.concat(
-            F.coalesce("output_fates", F.array().cast("array<string>")),
-            F.coalesce("offset_fates", F.array().cast("array<string>")),
-        )
-    )
+    fates = F.array_union("output_fates", "offset_fates")
     wrote = F.coalesce("output_committed", F.lit(0)) > 0
-    committed_offsets = F.coalesce("offsets_committed", F.lit(0)) > 0
+    committed_offsets = F.col("offsets_committed") > 0
     no_offsets = committed & wrote & ~committed_offsets
     no_output = committed & ~wrote & (F.coalesce("input_advanced", F.lit(0)) > 0)
     split = F.array_contains(fates, COMMIT) & F.array_contains(fates, ABORT)
@@ -98,7 +43,7 @@ def torn_findings(parts: DataFrame, output_is_copies: bool) -> DataFrame:
     if output_is_copies:
         torn = torn | no_output
     return explode_findings(
-        parts,
+        txns,
         finding(
             torn,
             TORN_TRANSACTION.name,
@@ -117,27 +62,13 @@ def torn_findings(parts: DataFrame, output_is_copies: bool) -> DataFrame:
     )
 
 
-def older_epoch_findings(log: DataFrame, txns: DataFrame) -> DataFrame:
-    """One anomaly row per committed transaction prepared after its id's newer session began,
-    with that session's epoch and start."""
-    newer = session_starts(log).withColumnsRenamed(
-        {"epoch": "newer_epoch", "started": "newer_started"}
-    )
-    zombie = (F.col("newer_epoch") > F.col("epoch")) & (
-        F.col("newer_started") * 1000 < F.col("prepared_ms")
-    )
-    older = (
-        txns.filter(F.col("fate").isin(COMMIT, COMMITTING))
-        .join(F.broadcast(newer), ["txn_id", "producer_id"])
-        .filter(zombie)
-        .groupBy(*TXN_KEY, "producer_id", "epoch", "began", "prepared_ms")
-        .agg(F.min_by("newer_epoch", "newer_started").alias("newer_epoch"), F.min("newer_started"))
-        .withColumnRenamed("min(newer_started)", "newer_started")
-    )
+def older_epoch_findings(txns: DataFrame) -> DataFrame:
+    """One anomaly row per committed transaction decided after its id's newer session (a
+    higher epoch) began, with that session's epoch and start."""
     return explode_findings(
-        older,
+        txns,
         finding(
-            F.lit(True),
+            F.col("fate").isin(COMMIT, COMMITTING) & (F.col("session_epoch") > F.col("epoch")),
             OLDER_EPOCH_COMMIT.name,
             F.col("prepared_ms") / 1000,
             F.col("txn_id"),
@@ -146,7 +77,7 @@ def older_epoch_findings(log: DataFrame, txns: DataFrame) -> DataFrame:
             producer_epoch=F.col("epoch"),
             began=F.col("began"),
             prepared=F.col("prepared_ms") / 1000,
-            newer_epoch=F.col("newer_epoch"),
-            newer_started=F.col("newer_started"),
+            newer_epoch=F.col("session_epoch"),
+            newer_started=F.col("session_started"),
         ),
     )

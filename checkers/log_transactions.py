@@ -13,14 +13,15 @@ LOG_BATCHES, docs/history.md), and together they say what each transaction did:
   in its transaction, and the marker that resolved them.
 
 A *piece* is the part of one transaction in one partition: a producer's transactional batches
-up to its next marker there. A piece belongs to the coordinator's transaction of the same
-producer that lists the partition and was prepared last before the marker was written (the
-coordinator writes markers only after it recorded its decision, and one producer's
-transactions never overlap). A piece with no marker yet is still open; it belongs to the
-producer's last transaction over that partition that the coordinator has not completed.
+up to its next marker there, or one of its offset commits. One producer's transactions never
+overlap, and the coordinator writes a transaction's markers only after it recorded its decision
+and completes it only after every marker was written, so a piece belongs to the producer's
+transaction decided last before its marker was written. A piece with no marker yet belongs to
+no decided transaction: it is OPEN.
 
-The table has one row per coordinator transaction (thousands, not millions: it grows with
-transactions, not records), built in one plan from the small `log` kind of the history.
+Every step is keyed by producer id, so the whole table is one Spark job over the small `log`
+kind of the history (it grows with batches and transactions, not records), shuffled by producer
+once, with windows instead of joins. One row per coordinator transaction.
 """
 
 from __future__ import annotations
@@ -28,12 +29,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
     ArrayType,
     BooleanType,
-    DataType,
     IntegerType,
     LongType,
     StringType,
@@ -42,218 +42,290 @@ from pyspark.sql.types import (
 )
 
 from eoschaos.contract.history import (
-    CONSUMER_OFFSETS_TOPIC,
     LOG_ABORTED,
     LOG_BATCH,
     OFFSET_COMMIT,
     TXN_STATE,
 )
 
-TXN_KEY = ["txn_id", "txn_seq"]
+TXN_KEY = ["producer_id", "txn_id", "txn_seq"]
 COMMIT, ABORT, OPEN = "COMMIT", "ABORT", "OPEN"
 # The coordinator's decided-but-not-completed fates: its markers may be missing somewhere.
 COMMITTING, ABORTING = "COMMITTING", "ABORTING"
 ENDS = ("CompleteCommit", "CompleteAbort", "Empty", "Dead")  # a state after which a new one begins
-DECISIONS = {"PrepareCommit": COMMIT, "PrepareAbort": ABORT}
+DECISIONS = ("PrepareCommit", "PrepareAbort")
 SESSION_START = "Empty"  # InitProducerId: a new producer session of the id, at a new epoch
 
-
-def _schema(**fields: DataType) -> StructType:
-    return StructType([StructField(name, kind) for name, kind in fields.items()])
-
-
-_BATCH = _schema(
-    last_offset=LongType(),
-    producer_id=LongType(),
-    producer_epoch=IntegerType(),
-    transactional=BooleanType(),
-    control=BooleanType(),
-    create_time=LongType(),
+# The params of every log row the table reads (docs/history.md), parsed once.
+_PARAMS = StructType(
+    [
+        StructField(name, kind)
+        for name, kind in {
+            "last_offset": LongType(),
+            "producer_id": LongType(),
+            "producer_epoch": IntegerType(),
+            "transactional": BooleanType(),
+            "control": BooleanType(),
+            "create_time": LongType(),
+            "state": StringType(),
+            "partitions": ArrayType(StringType()),
+            "last_update_ms": LongType(),
+            "group": StringType(),
+            "log_partition": IntegerType(),
+            "log_offset": LongType(),
+            "marker": StringType(),
+            "marker_offset": LongType(),
+            "marker_time": LongType(),
+        }.items()
+    ]
 )
-_ABORTED = _schema(producer_id=LongType(), last_offset=LongType())
-_STATE = _schema(
-    producer_id=LongType(),
-    producer_epoch=IntegerType(),
-    state=StringType(),
-    partitions=ArrayType(StringType()),
-    last_update_ms=LongType(),
-)
-_COMMIT = _schema(
-    group=StringType(),
-    log_partition=IntegerType(),
-    log_offset=LongType(),
-    producer_id=LongType(),
-    producer_epoch=IntegerType(),
-    transactional=BooleanType(),
-    marker=StringType(),
-    marker_offset=LongType(),
-    marker_time=LongType(),
-)
-
-
-def _log(log: DataFrame, f: str, schema: StructType) -> DataFrame:
-    return log.filter(F.col("f") == f).withColumn("p", F.from_json("params", schema))
-
-
-def _part(topic: Column | str, partition: Column) -> Column:
-    """A partition as the coordinator names it: "topic-partition"."""
-    return F.concat_ws("-", F.lit(topic) if isinstance(topic, str) else topic, partition)
-
-
-def data_pieces(log: DataFrame) -> DataFrame:
-    """One row per transactional producer and marker of a data partition: its batches up to
-    the marker (offset range, records, create times) and the marker's fate; a producer's
-    batches after its last marker are one OPEN piece."""
-    batches = _log(log, LOG_BATCH, _BATCH).filter("p.transactional")
-    later = (
-        Window.partitionBy("topic", "partition", "p.producer_id")
-        .orderBy("offset")
-        .rowsBetween(Window.currentRow, Window.unboundedFollowing)
-    )
-
-    def at_marker(column: str) -> Column:
-        return F.first(F.when(F.col("p.control"), F.col(column)), ignorenulls=True).over(later)
-
-    marked = batches.select(
-        "topic",
-        "partition",
-        "offset",
-        "count",
-        "p.*",
-        at_marker("offset").alias("marker_offset"),
-        at_marker("p.create_time").alias("marker_ms"),
-    ).filter(~F.col("control"))
-    pieces = marked.groupBy("topic", "partition", "producer_id", "marker_offset").agg(
-        F.min("producer_epoch").alias("producer_epoch"),
-        F.min("offset").alias("first_offset"),
-        F.max("last_offset").alias("last_offset"),
-        F.sum("count").alias("records"),
-        F.min("create_time").alias("first_ms"),
-        F.max("create_time").alias("last_ms"),
-        F.first("marker_ms").alias("marker_ms"),
-    )
-    aborted = _log(log, LOG_ABORTED, _ABORTED).select(
-        "topic",
-        "partition",
-        F.col("p.producer_id").alias("producer_id"),
-        F.col("p.last_offset").alias("marker_offset"),
-        F.lit(True).alias("aborted"),
-    )
-    return (
-        pieces.join(
-            F.broadcast(aborted), ["topic", "partition", "producer_id", "marker_offset"], "left"
-        )
-        .withColumn(
-            "fate",
-            F.when(F.col("marker_offset").isNull(), OPEN)
-            .when(F.col("aborted"), ABORT)
-            .otherwise(COMMIT),
-        )
-        .drop("aborted")
-        .withColumn("part", _part(F.col("topic"), F.col("partition")))
-    )
 
 
 def offset_commits(log: DataFrame) -> DataFrame:
-    """Every offset commit (docs/history.md), its params as columns; `at` is where it took
+    """Every offset commit (docs/history.md), its params as columns: `at` is where it took
     effect in the coordinator's log (a transactional one at its marker), `fate` COMMIT for a
-    plain commit or one its COMMIT marker resolved, ABORT, or OPEN."""
-    return _log(log, OFFSET_COMMIT, _COMMIT).select(
-        "topic",
-        "partition",
-        "offset",
-        "time",
-        "p.*",
-        F.coalesce("p.marker_offset", "p.log_offset").alias("at"),
-        F.col("p.marker_time").alias("marker_ms"),
-        F.when(~F.col("p.transactional"), COMMIT)
-        .otherwise(F.coalesce("p.marker", F.lit(OPEN)))
-        .alias("fate"),
-        _part(F.lit(CONSUMER_OFFSETS_TOPIC), F.col("p.log_partition")).alias("part"),
+    plain commit or one its COMMIT marker resolved, ABORT, or OPEN; `advanced` how far it
+    moved its group's committed offset of the partition, in the order the commits took
+    effect (null for the first, and for one that did not take effect)."""
+    commits = (
+        log.filter(F.col("f") == OFFSET_COMMIT)
+        .select("topic", "partition", "offset", "time", F.from_json("params", _PARAMS).alias("p"))
+        .select(
+            "topic",
+            "partition",
+            "offset",
+            "time",
+            "p.group",
+            "p.log_partition",
+            "p.producer_id",
+            "p.producer_epoch",
+            F.coalesce("p.transactional", F.lit(False)).alias("transactional"),
+            F.coalesce("p.marker_offset", "p.log_offset").alias("at"),
+            F.col("p.marker_time").alias("marker_ms"),
+            F.when(~F.coalesce("p.transactional", F.lit(False)), COMMIT)
+            .otherwise(F.coalesce("p.marker", F.lit(OPEN)))
+            .alias("fate"),
+        )
+    )
+    chain = Window.partitionBy("group", "topic", "partition").orderBy("log_partition", "at")
+    took_effect = F.col("fate") == COMMIT
+    before = F.last(F.when(took_effect, F.col("offset")), ignorenulls=True).over(
+        chain.rowsBetween(Window.unboundedPreceding, -1)
+    )
+    return commits.withColumn("advanced", F.when(took_effect, F.col("offset") - before))
+
+
+def producer_rows(log: DataFrame, input_topic: str, output_topic: str) -> DataFrame:
+    """The log rows the transaction table reads, params parsed, shuffled by producer id once:
+    the coordinators' states, the output's transactional batches and the aborted ranges, and
+    the transactional offset commits of `input_topic` (with how far each moved the input).
+    Cache it: the table reads it three times."""
+    header = ("f", "time", "topic", "partition", "offset", "count", "txn_id")
+    parsed = log.select(*header, F.from_json("params", _PARAMS).alias("p"))
+    commits = (
+        offset_commits(log)
+        .filter(F.col("transactional") & (F.col("topic") == input_topic))
+        .select(
+            F.lit(OFFSET_COMMIT).alias("f"),
+            "producer_id",
+            "marker_ms",
+            F.struct("group", "partition", "offset", "advanced", "fate").alias("commit"),
+            "fate",
+            "advanced",
+        )
+    )
+    kept = (
+        "last_offset",
+        "producer_id",
+        "producer_epoch",
+        "transactional",
+        "control",
+        "create_time",
+        "state",
+        "partitions",
+        "last_update_ms",
+    )
+    return (
+        parsed.filter(F.col("f").isin(TXN_STATE, LOG_BATCH, LOG_ABORTED))
+        .filter(
+            (F.col("f") != LOG_BATCH)
+            | (F.col("p.transactional") & (F.col("topic") == output_topic))
+        )
+        .select(*header, *[f"p.{name}" for name in kept])
+        .unionByName(commits, allowMissingColumns=True)
+        .repartition("producer_id")
     )
 
 
-def coordinator_transactions(log: DataFrame) -> DataFrame:
-    """One row per transaction in the coordinators' log: its records from the first after the
-    id's previous end (Complete*, Empty, Dead) to its own end. Its data epoch (the Ongoing
-    records'; transaction version 2 bumps the epoch at the prepare), when it began, was
-    prepared and completed (seconds), the partitions it spanned, and the coordinator's fate."""
-    states = _log(log, TXN_STATE, _STATE).select(
-        "txn_id", "time", F.col("partition").alias("log_partition"), "offset", "p.*"
+def transaction_table(rows: DataFrame, topics: Iterable[str]) -> DataFrame:
+    """One row per transaction the coordinators recorded for an id that ever wrote to
+    `topics` (on a shared cluster they also ran other pipelines'), from `producer_rows`: its
+    producer id, data epoch (the Ongoing records'; transaction version 2 bumps the epoch at
+    the prepare), when it began, was prepared (ms) and completed (seconds), its partitions
+    and fate; the newest session (InitProducerId) of its id begun before its decision; its
+    output (records committed, the pieces' fates and ranges) and its offset commits (how
+    many committed, how far they moved the input)."""
+    txns = _coordinator_transactions(rows, topics)
+    pieces = _data_pieces(rows).unionByName(
+        rows.filter(F.col("f") == OFFSET_COMMIT).select(
+            "f", "producer_id", "marker_ms", "commit", "fate", "advanced"
+        ),
+        allowMissingColumns=True,
     )
-    by_id = Window.partitionBy("txn_id").orderBy("log_partition", "offset")
-    ended_before = F.sum(F.col("state").isin(*ENDS).cast("int")).over(
-        by_id.rowsBetween(Window.unboundedPreceding, -1)
+    return _per_transaction(txns, _attributed(pieces, txns))
+
+
+def _coordinator_transactions(rows: DataFrame, topics: Iterable[str]) -> DataFrame:
+    """The coordinators' transactions: an id's records from the first after its previous end
+    (Complete*, Empty, Dead) to its own end, grouped."""
+    states = rows.filter(F.col("f") == TXN_STATE).withColumnRenamed("partition", "log_partition")
+    by_id = Window.partitionBy("producer_id", "txn_id").orderBy("log_partition", "offset")
+    before = by_id.rowsBetween(Window.unboundedPreceding, -1)
+    so_far = by_id.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    session = F.col("state") == SESSION_START
+    pattern = "^(" + "|".join(re.escape(topic) for topic in topics) + r")-[0-9]+$"
+    touches = F.exists(
+        F.coalesce("partitions", F.array().cast("array<string>")), lambda part: part.rlike(pattern)
     )
     decided = F.col("state").isin(*DECISIONS)
-    decision = F.max_by(F.col("state"), F.when(decided, F.col("offset")))
+    ongoing = F.col("state") == "Ongoing"
     txns = (
-        states.withColumn("txn_seq", F.coalesce(ended_before, F.lit(0)))
+        states.withColumns(
+            {
+                "txn_seq": F.coalesce(
+                    F.sum(F.col("state").isin(*ENDS).cast("int")).over(before), F.lit(0)
+                ),
+                "session_epoch": F.max(F.when(session, F.col("producer_epoch"))).over(so_far),
+                "session_started": F.max(F.when(session, F.col("time"))).over(so_far),
+                "ours": F.max(touches).over(Window.partitionBy("producer_id", "txn_id")),
+            }
+        )
         .groupBy(*TXN_KEY)
         .agg(
-            F.max_by("producer_id", "offset").alias("producer_id"),
-            F.min(F.when(F.col("state") == "Ongoing", F.col("producer_epoch"))).alias("epoch"),
-            F.min(F.when(F.col("state") == "Ongoing", F.col("time"))).alias("began"),
+            F.min(F.when(ongoing, F.col("producer_epoch"))).alias("epoch"),
+            F.min(F.when(ongoing, F.col("time"))).alias("began"),
             F.max(F.when(decided, F.col("last_update_ms"))).alias("prepared_ms"),
-            decision.alias("decision"),
+            F.max_by("state", F.when(decided, F.col("offset"))).alias("decision"),
             F.max(F.when(F.col("state").startswith("Complete"), F.col("time"))).alias("completed"),
             F.array_distinct(F.flatten(F.collect_list("partitions"))).alias("partitions"),
+            F.max_by("session_epoch", F.when(decided, F.col("offset"))).alias("session_epoch"),
+            F.max_by("session_started", F.when(decided, F.col("offset"))).alias("session_started"),
+            F.max("ours").alias("ours"),
         )
-        .filter(F.col("began").isNotNull() | F.col("decision").isNotNull())
+        .filter(F.col("ours") & (F.col("began").isNotNull() | F.col("decision").isNotNull()))
     )
-    fate = F.coalesce(F.col("decision"), F.lit("")).substr(8, 6)  # Commit, Abort or ""
+    how = F.coalesce(F.col("decision"), F.lit("")).substr(8, 6)  # Commit, Abort or ""
     return txns.withColumn(
         "fate",
-        F.when(fate == "", OPEN)
-        .when(F.col("completed").isNull(), F.when(fate == "Commit", COMMITTING).otherwise(ABORTING))
-        .otherwise(F.upper(fate)),
-    ).drop("decision")
+        F.when(how == "", OPEN)
+        .when(F.col("completed").isNull(), F.when(how == "Commit", COMMITTING).otherwise(ABORTING))
+        .otherwise(F.upper(how)),
+    ).drop("decision", "ours")
 
 
-def of_the_run(txns: DataFrame, topics: Iterable[str]) -> DataFrame:
-    """The transactions of the transactional ids that ever wrote to `topics`: on a shared
-    cluster the coordinators also ran other runs' (and other pipelines') transactions."""
-    pattern = "^(" + "|".join(re.escape(topic) for topic in topics) + r")-[0-9]+$"
-    ids = txns.filter(F.exists("partitions", lambda part: part.rlike(pattern))).select("txn_id")
-    return txns.join(F.broadcast(ids.distinct()), "txn_id", "left_semi")
-
-
-def session_starts(log: DataFrame) -> DataFrame:
-    """Each InitProducerId the coordinators recorded: transactional id, producer id, the new
-    epoch, and when (seconds)."""
+def _data_pieces(rows: DataFrame) -> DataFrame:
+    """One row per producer and marker of an output partition: its batches up to the marker
+    (offset range, records) and the marker's fate; batches after a producer's last marker
+    there are one OPEN piece. An aborted range of the `.txnindex` ends at its ABORT marker,
+    and sorts just before it."""
+    marks = rows.filter(F.col("f").isin(LOG_BATCH, LOG_ABORTED)).withColumns(
+        {
+            "position": F.when(F.col("f") == LOG_ABORTED, F.col("last_offset")).otherwise(
+                F.col("offset")
+            ),
+            "ends_aborted": F.col("f") == LOG_ABORTED,
+        }
+    )
+    later = (
+        Window.partitionBy("producer_id", "topic", "partition")
+        .orderBy("position", F.col("ends_aborted").desc())
+        .rowsBetween(Window.currentRow, Window.unboundedFollowing)
+    )
+    control = (F.col("f") == LOG_BATCH) & F.col("control")
+    marked = marks.withColumns(
+        {
+            "marker_offset": F.first(F.when(control, F.col("offset")), True).over(later),
+            "marker_ms": F.first(F.when(control, F.col("create_time")), True).over(later),
+            "aborted_at": F.first(F.when(F.col("ends_aborted"), F.col("position")), True).over(
+                later
+            ),
+        }
+    ).filter((F.col("f") == LOG_BATCH) & ~F.col("control"))
     return (
-        _log(log, TXN_STATE, _STATE)
-        .filter(F.col("p.state") == SESSION_START)
-        .select(
-            "txn_id",
-            F.col("p.producer_id").alias("producer_id"),
-            F.col("p.producer_epoch").alias("epoch"),
-            F.col("time").alias("started"),
+        marked.groupBy("producer_id", "topic", "partition", "marker_offset")
+        .agg(
+            F.min("offset").alias("first_offset"),
+            F.max("last_offset").alias("last_offset"),
+            F.sum("count").alias("records"),
+            F.first("marker_ms").alias("marker_ms"),
+            F.first(F.col("aborted_at") == F.col("marker_offset")).alias("aborted"),
         )
+        .select(
+            F.lit(LOG_BATCH).alias("f"),
+            "producer_id",
+            "marker_ms",
+            F.struct(
+                "partition",
+                "first_offset",
+                "last_offset",
+                "records",
+                F.when(F.col("marker_offset").isNull(), OPEN)
+                .when(F.col("aborted"), ABORT)
+                .otherwise(COMMIT)
+                .alias("fate"),
+            ).alias("output"),
+        )
+        .withColumn("fate", F.col("output.fate"))
     )
 
 
-def attributed(pieces: DataFrame, txns: DataFrame) -> DataFrame:
-    """`pieces` (part, producer_id, marker_ms, ...) with the key of the coordinator transaction
-    each belongs to (null where the coordinators' log holds none)."""
-    spans = txns.select(
-        *TXN_KEY,
+def _attributed(pieces: DataFrame, txns: DataFrame) -> DataFrame:
+    """Each marked piece with the key of its producer's transaction decided last before its
+    marker was written (a decision sorts before a marker of the same millisecond)."""
+    decisions = txns.filter(F.col("prepared_ms").isNotNull()).select(
         "producer_id",
-        "prepared_ms",
-        F.col("completed").isNull().alias("unfinished"),
-        F.explode("partitions").alias("part"),
+        F.col("prepared_ms").alias("at"),
+        F.lit(0).alias("order"),
+        F.struct("txn_id", "txn_seq").alias("decided"),
     )
-    key = ["part", "producer_id", "marker_offset"]
-    marked = F.col("marker_ms").isNotNull()
-    fits = F.when(marked, F.col("prepared_ms") <= F.col("marker_ms")).otherwise(F.col("unfinished"))
-    latest = Window.partitionBy(*key).orderBy(F.col("prepared_ms").desc_nulls_first())
-    candidates = (
-        pieces.select(*key, "marker_ms")
-        .distinct()
-        .join(F.broadcast(spans), ["part", "producer_id"])
-        .filter(fits)
-        .withColumn("rank", F.row_number().over(latest))
-        .filter("rank = 1")
-        .select(*key, *TXN_KEY)
+    marked = pieces.filter(F.col("marker_ms").isNotNull()).select(
+        "*", F.col("marker_ms").alias("at"), F.lit(1).alias("order")
     )
-    return pieces.join(candidates, key, "left")
+    by_time = (
+        Window.partitionBy("producer_id")
+        .orderBy("at", "order")
+        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    )
+    return (
+        marked.unionByName(decisions, allowMissingColumns=True)
+        .withColumn("owner", F.last("decided", ignorenulls=True).over(by_time))
+        .filter(F.col("order") == 1)
+        .select("*", "owner.txn_id", "owner.txn_seq")
+    )
+
+
+def _per_transaction(txns: DataFrame, pieces: DataFrame) -> DataFrame:
+    """The transactions with what their pieces did, in one aggregation (no join)."""
+    fields = [c for c in txns.columns if c not in TXN_KEY]
+    output = F.col("f") == LOG_BATCH
+    commit = F.col("f") == OFFSET_COMMIT
+    committed = F.col("fate") == COMMIT
+    return (
+        txns.withColumn("txn", F.lit(True))
+        .unionByName(pieces.select(*TXN_KEY, "f", "fate", "output", "commit", "advanced"), True)
+        .withColumn("piece_fate", F.when(~F.coalesce("txn", F.lit(False)), F.col("fate")))
+        .groupBy(*TXN_KEY)
+        .agg(
+            *[F.first(F.when(F.col("txn"), F.col(name)), True).alias(name) for name in fields],
+            F.max("txn").alias("txn"),
+            F.sum(F.when(output & committed, F.col("output.records"))).alias("output_committed"),
+            F.collect_set(F.when(output, F.col("piece_fate"))).alias("output_fates"),
+            F.sort_array(F.collect_list(F.when(output, F.col("output")))).alias("output"),
+            F.count(F.when(commit & committed, 1)).alias("offsets_committed"),
+            F.sum(F.when(commit & committed, F.col("advanced"))).alias("input_advanced"),
+            F.collect_set(F.when(commit, F.col("piece_fate"))).alias("offset_fates"),
+            F.sort_array(F.collect_list(F.when(commit, F.col("commit")))).alias("offsets"),
+        )
+        .filter("txn")
+        .drop("txn")
+    )

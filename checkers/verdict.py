@@ -23,8 +23,9 @@ from eoschaos.checkers.findings import result, tally
 from eoschaos.checkers.forensics import forensics_section
 from eoschaos.checkers.history_io import History, load_history
 from eoschaos.checkers.lineage import lineage_section
-from eoschaos.checkers.log_findings import older_epoch_findings, torn_findings, transaction_parts
-from eoschaos.checkers.log_transactions import coordinator_transactions, of_the_run
+from eoschaos.checkers.log_findings import older_epoch_findings, torn_findings
+from eoschaos.checkers.log_transactions import producer_rows
+from eoschaos.checkers.log_transactions import transaction_table as log_transaction_table
 from eoschaos.checkers.offset_commits import offset_commit_findings
 from eoschaos.checkers.raw_records import attach_raw_records
 from eoschaos.checkers.timeline import timeline
@@ -98,16 +99,17 @@ def _judge(
         parts.append(fencing.stale_commit_findings(history))
     if Pass.OFFSET_COMMITS in passes:
         parts.append(offset_commit_findings(history))
-    log_txns = None
+    log_txns = log_rows = None
     if Pass.LOG_TRANSACTIONS in passes:
-        log = history.kind(LOG_BATCH_KIND)
+        log_rows = producer_rows(
+            history.kind(LOG_BATCH_KIND), history.input_topic, history.output_topic
+        ).cache()
         topics = (history.input_topic, history.output_topic)
-        log_txns = of_the_run(coordinator_transactions(log), topics).cache()
+        log_txns = log_transaction_table(log_rows, topics).cache()
         if TORN_TRANSACTION.name in applicable:
             copies = Capabilities.of_manifest(history.manifest).output_is_copies
-            txn_parts = transaction_parts(log, log_txns, history.input_topic, history.output_topic)
-            parts.append(torn_findings(txn_parts, copies))
-        parts.append(older_epoch_findings(log, log_txns))
+            parts.append(torn_findings(log_txns, copies))
+        parts.append(older_epoch_findings(log_txns))
     tallies = tally(functools.reduce(DataFrame.unionByName, parts), max_examples) if parts else {}
     run_timeline = timeline(history, census, txns)
     if log_txns is not None:
@@ -115,6 +117,7 @@ def _judge(
         if txns is not None:
             txn_stats["agreement"] = agreement(txns, log_txns, max_examples)
         log_txns.unpersist()
+        log_rows.unpersist()
     if txns is not None:
         txns.unpersist()
         txn_reads.unpersist()
