@@ -8,7 +8,14 @@ from dataclasses import fields
 from pathlib import Path
 
 from eoschaos.checkers.synthetic import PLANT_CHECKS, Plants
-from eoschaos.contract.checks import CATALOGUE, Evidence, Pass, first_missing, markdown_table
+from eoschaos.contract.checks import (
+    CATALOGUE,
+    Evidence,
+    Pass,
+    first_missing,
+    markdown_table,
+    needing_pass,
+)
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "checkers.md"
 INFORMATIONAL_PLANTS = {"fenced_attempts", "hung_calls"}  # counted, not anomalies
@@ -61,3 +68,10 @@ def test_a_check_says_where_its_evidence_comes_from():
     assert CATALOGUE["fencing.stale-commit"].sources == ("client history", "broker logs")
     assert CATALOGUE["isolation.aborted-read"].sources == ("client history",)
     assert CATALOGUE["isolation.order"].sources == ("reads",)
+
+
+def test_the_checks_of_a_pass_are_those_whose_spec_names_it():
+    assert needing_pass(Pass.LOG_TRANSACTIONS) == (
+        "delivery.torn-transaction",
+        "fencing.older-epoch-commit",
+    )

@@ -375,6 +375,11 @@ def needing(evidence: Evidence) -> tuple[str, ...]:
     return tuple(name for name, spec in CATALOGUE.items() if evidence in spec.needs)
 
 
+def needing_pass(found_by: Pass) -> tuple[str, ...]:
+    """The checks that `found_by` finds."""
+    return tuple(name for name, spec in CATALOGUE.items() if spec.found_by is found_by)
+
+
 def first_missing(spec: CheckSpec, missing: dict[Evidence, str]) -> str | None:
     """Why `spec` cannot be judged, given each missing evidence's reason: the first in
     Evidence's order that it needs; None when it can be."""
