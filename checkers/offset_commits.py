@@ -13,41 +13,20 @@ neither the client's history nor its output's headers.
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from eoschaos.checkers.findings import explode_findings, finding
 from eoschaos.checkers.history_io import History
+from eoschaos.checkers.log_transactions import COMMIT, offset_commits
 from eoschaos.contract.checks import INPUT_COMMITTED_TWICE
-from eoschaos.contract.history import LOG_BATCH_KIND, OFFSET_COMMIT
-
-
-def _param(name: str) -> Column:
-    return F.get_json_object("params", f"$.{name}")
+from eoschaos.contract.history import LOG_BATCH_KIND
 
 
 def offset_commit_findings(history: History) -> DataFrame:
     """One anomaly row per commit that took effect below the highest offset committed before
     it for the same group and partition, with the commit that set that highest offset."""
-    commits = (
-        history.kind(LOG_BATCH_KIND)
-        .filter(F.col("f") == OFFSET_COMMIT)
-        .select(
-            "topic",
-            "partition",
-            "offset",
-            "time",
-            _param("group").alias("group"),
-            _param("log_partition").cast("int").alias("log_partition"),
-            # when it took effect: a transactional commit at its marker, a plain one at once
-            F.coalesce(_param("marker_offset"), _param("log_offset")).cast("long").alias("at"),
-            _param("producer_id").cast("long").alias("producer_id"),
-            _param("producer_epoch").cast("int").alias("producer_epoch"),
-            _param("transactional").cast("boolean").alias("transactional"),
-            _param("marker").alias("marker"),
-        )
-        .filter(~F.col("transactional") | (F.col("marker") == "COMMIT"))
-    )
+    commits = offset_commits(history.kind(LOG_BATCH_KIND)).filter(F.col("fate") == COMMIT)
     commit = F.struct(
         F.col("offset").alias("offset"),
         F.col("producer_id").alias("producer_id"),
