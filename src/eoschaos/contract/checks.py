@@ -240,7 +240,9 @@ OLDER_EPOCH_COMMIT = CheckSpec(
     "(InitProducerId at a higher epoch): a zombie that was not fenced. Read from the "
     "coordinators' log, for any transactional pipeline.",
     Pass.LOG_TRANSACTIONS,
-    (Evidence.TRANSACTIONS, Evidence.COORDINATOR_STATES),
+    # the logs' transaction table is built with the run's partitions: without their batch
+    # headers it would hold no run's transaction to judge
+    (Evidence.TRANSACTIONS, Evidence.COORDINATOR_STATES, Evidence.BATCH_HEADERS),
     look="the transactional id's sessions on the timeline: the older instance's commit after "
     "the newer one's start (a broker that did not check the epoch)",
 )
