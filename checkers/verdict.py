@@ -4,7 +4,10 @@ Spark jobs: the census (one grouped pass: readers, end state, faults, time span)
 transaction table (one row per transaction, kept in memory), then every check's anomaly rows
 in ONE action -- the passes over sends and reads run as stages of it, and only counts and a
 few examples reach the driver -- and the timeline: throughput per second, process lanes, and
-the transactions' bars from the table still in memory.
+the transactions' bars from the table still in memory. Where the run recorded the brokers'
+logs, the transactions rebuilt from them (checkers/log_transactions.py) are judged in the same
+action, and their fates (and, next to a client history, the two sides' agreement) are counted
+from the table still in memory.
 """
 
 from __future__ import annotations
