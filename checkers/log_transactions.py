@@ -115,24 +115,23 @@ def offset_commits(log: DataFrame) -> DataFrame:
     return commits.withColumn("advanced", F.when(took_effect, F.col("offset") - before))
 
 
-def producer_rows(log: DataFrame, input_topic: str, output_topic: str) -> DataFrame:
+def producer_rows(
+    log: DataFrame, commits: DataFrame, input_topic: str, output_topic: str
+) -> DataFrame:
     """The log rows the transaction table reads, params parsed, shuffled by producer id once:
     the coordinators' states, the output's transactional batches and the aborted ranges, and
-    the transactional offset commits of `input_topic` (with how far each moved the input).
+    the transactional offset commits of `input_topic` among `commits` (`offset_commits`, which
+    the verdict reads once for this and delivery.input-committed-twice).
     Cache it: the table reads it three times."""
     header = ("f", "time", "topic", "partition", "offset", "count", "txn_id")
     parsed = log.select(*header, F.from_json("params", _PARAMS).alias("p"))
-    commits = (
-        offset_commits(log)
-        .filter(F.col("transactional") & (F.col("topic") == input_topic))
-        .select(
-            F.lit(OFFSET_COMMIT).alias("f"),
-            "producer_id",
-            "marker_ms",
-            F.struct("group", "partition", "offset", "advanced", "fate").alias("commit"),
-            "fate",
-            "advanced",
-        )
+    transactional = commits.filter(F.col("transactional") & (F.col("topic") == input_topic)).select(
+        F.lit(OFFSET_COMMIT).alias("f"),
+        "producer_id",
+        "marker_ms",
+        F.struct("group", "partition", "offset", "advanced", "fate").alias("commit"),
+        "fate",
+        "advanced",
     )
     kept = (
         "last_offset",
@@ -152,7 +151,7 @@ def producer_rows(log: DataFrame, input_topic: str, output_topic: str) -> DataFr
             | (F.col("p.transactional") & (F.col("topic") == output_topic))
         )
         .select(*header, *[f"p.{name}" for name in kept])
-        .unionByName(commits, allowMissingColumns=True)
+        .unionByName(transactional, allowMissingColumns=True)
         .repartition("producer_id")
     )
 

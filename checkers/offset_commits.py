@@ -17,16 +17,15 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from eoschaos.checkers.findings import explode_findings, finding
-from eoschaos.checkers.history_io import History
-from eoschaos.checkers.log_transactions import COMMIT, offset_commits
+from eoschaos.checkers.log_transactions import COMMIT
 from eoschaos.contract.checks import INPUT_COMMITTED_TWICE
-from eoschaos.contract.history import LOG_BATCH_KIND
 
 
-def offset_commit_findings(history: History) -> DataFrame:
-    """One anomaly row per commit that took effect below the highest offset committed before
-    it for the same group and partition, with the commit that set that highest offset."""
-    commits = offset_commits(history.kind(LOG_BATCH_KIND)).filter(F.col("fate") == COMMIT)
+def offset_commit_findings(commits: DataFrame) -> DataFrame:
+    """One anomaly row per commit (of `offset_commits`) that took effect below the highest
+    offset committed before it for the same group and partition, with the commit that set
+    that highest offset."""
+    commits = commits.filter(F.col("fate") == COMMIT)
     commit = F.struct(
         F.col("offset").alias("offset"),
         F.col("producer_id").alias("producer_id"),

@@ -27,7 +27,7 @@ from eoschaos.checkers.forensics import forensics_section
 from eoschaos.checkers.history_io import History, load_history
 from eoschaos.checkers.lineage import lineage_section
 from eoschaos.checkers.log_findings import older_epoch_findings, torn_findings
-from eoschaos.checkers.log_transactions import producer_rows
+from eoschaos.checkers.log_transactions import offset_commits, producer_rows
 from eoschaos.checkers.log_transactions import transaction_table as log_transaction_table
 from eoschaos.checkers.offset_commits import offset_commit_findings
 from eoschaos.checkers.raw_records import attach_raw_records
@@ -100,13 +100,13 @@ def _judge(
             parts.append(fencing.zombie_findings(txn_reads, txns))
     if Pass.STALE_COMMITS in passes:
         parts.append(fencing.stale_commit_findings(history))
+    log = history.kind(LOG_BATCH_KIND)
+    commits = offset_commits(log)  # read once, by both passes over the coordinators' logs
     if Pass.OFFSET_COMMITS in passes:
-        parts.append(offset_commit_findings(history))
+        parts.append(offset_commit_findings(commits))
     log_txns = log_rows = None
     if Pass.LOG_TRANSACTIONS in passes:
-        log_rows = producer_rows(
-            history.kind(LOG_BATCH_KIND), history.input_topic, history.output_topic
-        ).cache()
+        log_rows = producer_rows(log, commits, history.input_topic, history.output_topic).cache()
         topics = (history.input_topic, history.output_topic)
         log_txns = log_transaction_table(log_rows, topics).cache()
         if TORN_TRANSACTION.name in applicable:
