@@ -180,6 +180,9 @@ SCENARIOS = [
     Scenario(
         # A producer without idempotence retries a write whose ack came later than its request
         # timeout: the broker appended it twice, the input itself has duplicates.
+        # Nightly: the fault must land while the seeder still sends, which the schedule's clock
+        # (it starts once the workload reads as running) does not promise (docs/flakes.md); CI
+        # keeps delivery.duplicate-input on planted histories (tests/checkers/test_checks.py).
         "non-idempotent-seeder",
         {
             "mode": "eos",
@@ -192,6 +195,7 @@ SCENARIOS = [
         },
         must_fail=("delivery.duplicate-input",),
         must_pass=("delivery.lost", "delivery.phantom", "isolation.aborted-read"),
+        nightly=True,
     ),
     Scenario(
         "read-uncommitted",

@@ -1,8 +1,9 @@
 """Transactions judged from the brokers' logs alone (eoschaos.checkers.log_transactions): the
 coordinator's records, the output's batches and markers, and the offset commits of one
 producer are one transaction; delivery.torn-transaction and fencing.older-epoch-commit judge
-it. Each history here is the synthetic run plus the log rows of a few transactions of one more
-producer, written as the run records them (docs/history.md)."""
+it. Each test writes the log rows of a few transactions of one producer, as the run records them
+(docs/history.md); the checks are judged on those rows alone, and the verdict as a whole (fates,
+agreement with the client's history) on the synthetic run with those rows added."""
 
 from __future__ import annotations
 
@@ -13,8 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from eoschaos.checkers.findings import result, tally
+from eoschaos.checkers.log_findings import older_epoch_findings, torn_findings
+from eoschaos.checkers.log_transactions import offset_commits, producer_rows, transaction_table
 from eoschaos.checkers.synthetic import GROUP, INPUT_TOPIC, OUTPUT_TOPIC, RunShape, write_synthetic
 from eoschaos.checkers.verdict import check_run
+from eoschaos.contract.checks import CATALOGUE
 from eoschaos.contract.history import (
     CONSUMER_OFFSETS_TOPIC,
     LOG_ABORTED,
@@ -22,6 +27,7 @@ from eoschaos.contract.history import (
     LOG_BATCH_KIND,
     LOG_BATCHES,
     OFFSET_COMMIT,
+    SCHEMA_DDL,
     TRANSACTION_STATE_TOPIC,
     TXN_STATE,
 )
@@ -30,6 +36,7 @@ from eoschaos.contract.rundir import HISTORY_DIR
 SHAPE = RunShape()
 TORN = "delivery.torn-transaction"
 OLDER_EPOCH = "fencing.older-epoch-commit"
+CHECKS = (TORN, OLDER_EPOCH)
 TXN_ID = "pipeline-7"
 PRODUCER = 4242
 T0 = SHAPE.start + 5000.0  # after every event of the synthetic run
@@ -181,7 +188,8 @@ class Pipeline:
 
 @pytest.fixture(scope="module")
 def synthetic_run(spark, tmp_path_factory) -> Path:
-    """The correct synthetic run, written once: each test judges a copy with its own rows."""
+    """The correct synthetic run, written once: a test of the whole verdict judges a copy
+    with its own rows."""
     return write_synthetic(
         spark, tmp_path_factory.mktemp("synthetic"), SHAPE, parquet=False
     ).run_dir
@@ -189,11 +197,29 @@ def synthetic_run(spark, tmp_path_factory) -> Path:
 
 @pytest.fixture
 def judged(spark, synthetic_run, tmp_path):
+    """The whole verdict of the synthetic run with the pipeline's log rows added."""
+
     def judge(pipeline: Pipeline) -> dict:
         run_dir = shutil.copytree(synthetic_run, tmp_path / "run")
         with (run_dir / HISTORY_DIR / f"{LOG_BATCHES}.jsonl").open("a") as log:
             log.writelines(json.dumps(row) + "\n" for row in pipeline.rows)
         return check_run(spark, run_dir, lineage=False)
+
+    return judge
+
+
+@pytest.fixture
+def judged_logs(spark):
+    """The two checks of the logs' transaction table, judged on the pipeline's log rows alone,
+    read as the history's `log` kind is: check name -> its verdict entry."""
+
+    def judge(pipeline: Pipeline) -> dict:
+        lines = spark.sparkContext.parallelize([json.dumps(row) for row in pipeline.rows])
+        log = spark.read.schema(SCHEMA_DDL).json(lines)
+        rows = producer_rows(log, offset_commits(log), INPUT_TOPIC, OUTPUT_TOPIC)
+        table = transaction_table(rows, (INPUT_TOPIC, OUTPUT_TOPIC))
+        found = tally(torn_findings(table, True).unionByName(older_epoch_findings(table)), 5)
+        return {name: result(CATALOGUE[name], found.get(name)).to_json() for name in CHECKS}
 
     return judge
 
@@ -215,10 +241,10 @@ def test_whole_transactions_pass_and_are_counted_by_their_fate(judged):
     assert verdict["stats"]["transactions"]["from_logs"] == {"COMMIT": 3, "ABORT": 1}
 
 
-def test_output_committed_with_offsets_committed_outside_the_transaction_is_torn(judged):
+def test_output_committed_with_offsets_committed_outside_the_transaction_is_torn(judged_logs):
     pipeline = _whole(1)
     pipeline.transaction(commits="plain")
-    torn = judged(pipeline)["checks"][TORN]
+    torn = judged_logs(pipeline)[TORN]
     assert (torn["verdict"], torn["count"]) == ("FAIL", 1)
     [example] = torn["examples"]
     assert (example["txn_id"], example["producer_id"], example["fate"]) == (
@@ -235,39 +261,39 @@ def test_output_committed_with_offsets_committed_outside_the_transaction_is_torn
     )
 
 
-def test_offsets_committed_with_no_output_for_the_input_they_consumed_is_torn(judged):
+def test_offsets_committed_with_no_output_for_the_input_they_consumed_is_torn(judged_logs):
     pipeline = _whole(1)
     pipeline.transaction(records=0)
-    torn = judged(pipeline)["checks"][TORN]
+    torn = judged_logs(pipeline)[TORN]
     assert (torn["verdict"], torn["count"]) == ("FAIL", 1)
     assert torn["examples"][0]["torn"] == "it committed input offsets but no output for that input"
     [commit] = torn["examples"][0]["offsets"]
     assert (commit["partition"], commit["advanced"]) == (IN_PARTITION, 10)
 
 
-def test_markers_that_disagree_within_one_transaction_are_torn(judged):
+def test_markers_that_disagree_within_one_transaction_are_torn(judged_logs):
     pipeline = _whole(1)
     pipeline.transaction(output_fate="ABORT")
-    torn = judged(pipeline)["checks"][TORN]
+    torn = judged_logs(pipeline)[TORN]
     assert (torn["verdict"], torn["count"]) == ("FAIL", 1)
     assert torn["examples"][0]["torn"].startswith("its markers disagree")
 
 
-def test_an_older_epoch_committing_after_a_newer_session_began_is_a_zombie(judged):
+def test_an_older_epoch_committing_after_a_newer_session_began_is_a_zombie(judged_logs):
     pipeline = _whole(1)
     pipeline.start_session()  # epoch 2 begins ...
     pipeline.transaction(epoch=1)  # ... and epoch 1 still commits
-    older = judged(pipeline)["checks"][OLDER_EPOCH]
+    older = judged_logs(pipeline)[OLDER_EPOCH]
     assert (older["verdict"], older["count"]) == ("FAIL", 1)
     [example] = older["examples"]
     assert (example["txn_id"], example["producer_epoch"], example["newer_epoch"]) == (TXN_ID, 1, 2)
 
 
-def test_a_new_session_after_the_older_epochs_commit_is_no_zombie(judged):
+def test_a_new_session_after_the_older_epochs_commit_is_no_zombie(judged_logs):
     pipeline = _whole(2)
     pipeline.start_session()
     pipeline.transaction()
-    assert judged(pipeline)["checks"][OLDER_EPOCH]["verdict"] == "PASS"
+    assert judged_logs(pipeline)[OLDER_EPOCH]["verdict"] == "PASS"
 
 
 def test_commits_the_coordinator_made_that_no_client_history_holds_are_a_disagreement(judged):
