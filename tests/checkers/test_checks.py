@@ -5,20 +5,21 @@ records -- and invents none."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
+import signal
 from pathlib import Path
 
 import pytest
 from fuzzing import in_ci_and_nightly
 from hypothesis import strategies as st
 
+from eoschaos import cli
 from eoschaos.checkers.synthetic import PLANT_CHECKS, Plants, RunShape, write_synthetic
 from eoschaos.checkers.verdict import check_run
 from eoschaos.contract.capabilities import Capabilities
 from eoschaos.contract.checks import CATALOGUE, Evidence, needing
 from eoschaos.contract.history import END_STATE, FINAL_COMMITTED, FINAL_SCANS, LOG_BATCHES
 from eoschaos.contract.rundir import HISTORY_DIR
+from eoschaos.run import WarmJudge
 
 SHAPE = RunShape()  # 512 records, 2 input and 2 output partitions, 2 instances, 1 abort in 3
 # A synthetic run is a copy pipeline: the check of an aggregating one (--expect) never applies
@@ -353,14 +354,19 @@ def test_an_anomaly_found_in_an_unfinished_run_is_still_a_fail(spark, tmp_path):
     assert verdict["checks"]["isolation.aborted-read"]["verdict"] == "FAIL"
 
 
-def test_eoschaos_check_exits_3_on_an_unfinished_run_naming_what_it_lacks(spark, tmp_path):
+def test_eoschaos_check_exits_3_on_an_unfinished_run_naming_what_it_lacks(
+    spark, tmp_path, monkeypatch, capsys
+):
+    """The command line's own path (`main`), in this session's warm Spark: a cold one would
+    add half a minute and nothing this test is about. Its judge must leave the session
+    running for the next test, and its signal handlers must not outlive it."""
     run = write_synthetic(spark, tmp_path, SHAPE, seed=3, parquet=False)
     _cut_before_its_end(run.run_dir)
-    result = subprocess.run(
-        [sys.executable, "-m", "eoschaos.cli", "check", str(run.run_dir)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert result.returncode == 3, result.stderr[-2000:]
-    assert "verdict: UNKNOWN; the run did not reach its end" in result.stderr
+    monkeypatch.setattr(WarmJudge, "stop", lambda judge: None)
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        assert cli.main(["check", str(run.run_dir)]) == 3
+    finally:  # main's own handlers are the command's, not this session's
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+    assert "verdict: UNKNOWN; the run did not reach its end" in capsys.readouterr().err
