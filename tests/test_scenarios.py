@@ -276,6 +276,23 @@ SCENARIOS += [
         nightly=True,
     ),
     Scenario(
+        # Transactional but fencing nothing: two copiers per partition, each taking a fresh
+        # transactional.id at every start (tests/byo_fresh_ids.py). Both copy and commit the
+        # same input: the group's committed offsets go backwards in the coordinators' log.
+        "byo-fresh-ids",
+        {
+            "workload": "byo",
+            "command": f"{sys.executable} {Path(__file__).parent / 'byo_fresh_ids.py'}",
+            "partitions": 3,
+            "instances": 6,
+            "faults": "crash",
+            "duration": 20,
+        },
+        must_fail=("delivery.input-committed-twice", "delivery.duplicate"),
+        must_pass=(*ALWAYS, "delivery.torn-transaction", "fencing.older-epoch-commit"),
+        nightly=True,
+    ),
+    Scenario(
         # Crashes only: under load a broker kill takes ~20 s to heal, and a crash scheduled
         # after it can land after the last input record, where alos has nothing to replay
         # (seed 4 of 1-5 PASSed that way under kill,crash).
