@@ -19,9 +19,11 @@ and completes it only after every marker was written, so a piece belongs to the 
 transaction decided last before its marker was written. A piece with no marker yet belongs to
 no decided transaction: it is OPEN.
 
-Every step is keyed by producer id, so the whole table is one Spark job over the small `log`
-kind of the history (it grows with batches and transactions, not records), shuffled by producer
-once, with windows instead of joins. One row per coordinator transaction.
+Every step is keyed by producer id, with windows instead of joins, over the small `log` kind of
+the history (it grows with batches and transactions, not records); the rows are parsed once and
+cached. The cache does not keep their partitioning, so each window shuffles the cached rows
+again: cheap at this size, and a plan without the cache was no faster (docs/benchmarks.md).
+One row per coordinator transaction.
 """
 
 from __future__ import annotations
@@ -118,7 +120,7 @@ def offset_commits(log: DataFrame) -> DataFrame:
 def producer_rows(
     log: DataFrame, commits: DataFrame, input_topic: str, output_topic: str
 ) -> DataFrame:
-    """The log rows the transaction table reads, params parsed, shuffled by producer id once:
+    """The log rows the transaction table reads, params parsed, partitioned by producer id:
     the coordinators' states, the output's transactional batches and the aborted ranges, and
     the transactional offset commits of `input_topic` among `commits` (`offset_commits`, which
     the verdict reads once for this and delivery.input-committed-twice).
