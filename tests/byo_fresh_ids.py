@@ -8,57 +8,28 @@ copiers from consuming the same input range, committing their copies and their o
 transactions of their own. The test expects the brokers' logs to show it without any help from
 the pipeline: the group's committed offset of a partition moves backwards.
 
-Run with `--workload byo --instances 2*PARTITIONS --command "python tests/byo_fresh_ids.py"`.
+The copier is started as `--workload copier` starts it (workloads/copier.py), with the fresh id
+in place of the harness's. Run with `--workload byo --instances 2*PARTITIONS --command "python
+tests/byo_fresh_ids.py"`.
 """
 
 from __future__ import annotations
 
 import os
 import uuid
-from pathlib import Path
 
 from eoschaos.clusters.kafka_dist import resolve
 from eoschaos.contract import instance_env
-from eoschaos.contract.host import java_binary
-
-COPIER = "org.apache.kafka.tools.TransactionalMessageCopier"
+from eoschaos.workloads.copier import CopierPipeline
 
 
 def main() -> None:
-    env = os.environ
-    partition = int(env[instance_env.INSTANCE]) % int(env[instance_env.PARTITIONS])
-    fresh_id = f"fresh-{env[instance_env.INSTANCE]}-{uuid.uuid4().hex[:8]}"
-    dist = resolve()
-    java = java_binary()
-    os.execv(
-        java,
-        [
-            java,
-            "-Xmx192m",
-            "-XX:TieredStopAtLevel=1",
-            "-XX:+UseSerialGC",
-            *dist.logging_args(Path(env[instance_env.LOG_DIR]), tool=True),
-            "-cp",
-            dist.classpath,
-            COPIER,
-            "--broker-list",
-            env[instance_env.BOOTSTRAP_SERVERS],
-            "--input-topic",
-            env[instance_env.INPUT_TOPIC],
-            "--input-partition",
-            str(partition),
-            "--output-topic",
-            env[instance_env.OUTPUT_TOPIC],
-            "--consumer-group",
-            env[instance_env.GROUP_ID],
-            "--transactional-id",
-            fresh_id,
-            "--transaction-size",
-            "100",
-            "--transaction-timeout",
-            "10000",
-        ],
-    )
+    env = dict(os.environ)
+    instance = int(env[instance_env.INSTANCE])
+    env[instance_env.TRANSACTIONAL_ID] = f"fresh-{instance}-{uuid.uuid4().hex[:8]}"
+    copier = CopierPipeline(resolve(), "eos", int(env[instance_env.PARTITIONS]), txn_prefix="")
+    launch = copier.launch(instance, int(env[instance_env.INCARNATION]), env)
+    os.execve(launch.argv[0], launch.argv, launch.env)
 
 
 if __name__ == "__main__":
