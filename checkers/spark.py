@@ -44,6 +44,11 @@ DRIVER_MEMORY = "4g"
 DRIVER_MEMORY_ENV = "EOSCHAOS_SPARK_DRIVER_MEMORY"
 OOM_EXIT_CODE = 52  # how Spark ends a JVM whose task ran out of memory (SparkExitCode.OOM)
 SHUFFLE_PARTITIONS = 8
+# Compiled classes of Spark's generated code kept for reuse. A verdict's plans compile to
+# ~400 classes (a kip447 history; ~200 for a black-box one) and Spark keeps 100, so every
+# verdict compiled them all again, even in a warm session. The code does not depend on the run:
+# kept, the next run's verdict compiles a handful of classes (docs/benchmarks.md).
+CODEGEN_CACHE_ENTRIES = 1000
 JAVA_OPTIONS = "-Dlog4j2.level=WARN"
 # For many small checks (tests): C1-only JIT compiles Spark's generated code ~10x cheaper and
 # small histories never run long enough for C2's faster code to pay that back.
@@ -105,6 +110,7 @@ def spark_session(
         .config("spark.driver.memory", driver_memory())
         .config("spark.driver.extraJavaOptions", f"{JAVA_OPTIONS} {java_options.strip()}".strip())
         .config("spark.sql.shuffle.partitions", str(SHUFFLE_PARTITIONS))
+        .config("spark.sql.codegen.cache.maxEntries", str(CODEGEN_CACHE_ENTRIES))
         .config("spark.sql.adaptive.enabled", "true")
         .config("spark.sql.execution.replaceHashWithSortAgg", "true")
         .config("spark.sql.session.timeZone", "UTC")

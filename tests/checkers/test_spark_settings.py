@@ -17,6 +17,8 @@ from eoschaos.checkers.spark import (
     failures_explained,
     java_options_for,
 )
+from eoschaos.checkers.synthetic import RunShape, write_synthetic
+from eoschaos.checkers.verdict import check_run
 from eoschaos.contract.errors import EoschaosError
 from eoschaos.contract.rundir import HISTORY_DIR
 
@@ -62,3 +64,17 @@ def test_running_out_of_memory_is_one_line_naming_the_setting_to_raise():
 def test_other_spark_failures_pass_through_unchanged(spark):
     with pytest.raises(RuntimeError, match="not about memory"), failures_explained("checking R"):
         raise RuntimeError("not about memory")
+
+
+def test_a_warm_session_judges_the_next_run_without_compiling_its_plans_again(spark, tmp_path):
+    """A verdict's plans compile to ~190 classes of generated code (a synthetic run; ~400 for a
+    kip447 one), more than Spark keeps by default: every verdict compiled them all again.
+    Kept, the next run's verdict finds them compiled: its topic names are not in the code."""
+    compilations = spark._jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME
+    first, second = (
+        write_synthetic(spark, tmp_path / f"run-{seed}", RunShape(), seed=seed) for seed in (1, 2)
+    )
+    check_run(spark, first.run_dir, lineage=False)
+    before = compilations().getCount()
+    check_run(spark, second.run_dir, lineage=False)
+    assert compilations().getCount() - before < 20
