@@ -1,14 +1,14 @@
 """check_run: a run directory's history in, the verdict dict (verdict.json's content) out.
 
 Spark jobs: the census (one grouped pass: readers, end state, faults, time span), the
-transaction table (one row per transaction, kept in memory), then every check's anomaly rows
-in ONE action -- the passes over sends and reads run as stages of it, and only counts and a
-few examples reach the driver -- and the timeline: throughput per second, process lanes, and
-the transactions' bars from the table still in memory. Where the run recorded the brokers'
-logs, the transactions rebuilt from them (checkers/log_transactions.py) are judged in the same
-action, and their fates (and, next to a client history, the two sides' agreement) are counted
-from the table still in memory.
-"""
+transaction table (one row per transaction, kept in memory), then, side by side
+(checkers.spark.concurrently), each pass's anomaly rows -- only counts and a few examples reach
+the driver -- the timeline (throughput per second, process lanes, and the transactions' bars
+from the table in memory) and the lineage of the whole history. Where the run recorded the
+brokers' logs, the transactions rebuilt from them (checkers/log_transactions.py) are judged as
+one more pass, and their fates (and, next to a client history, the two sides' agreement) are
+counted from the table in memory, also side by side. Last, the failed examples' records,
+forensics and lineage."""
 
 from __future__ import annotations
 
@@ -25,12 +25,13 @@ from eoschaos.checkers.census import Census, take_census
 from eoschaos.checkers.findings import result, tally
 from eoschaos.checkers.forensics import forensics_section
 from eoschaos.checkers.history_io import History, load_history
-from eoschaos.checkers.lineage import lineage_section
+from eoschaos.checkers.lineage import history_lineage, lineage_section
 from eoschaos.checkers.log_findings import older_epoch_findings, torn_findings
 from eoschaos.checkers.log_transactions import offset_commits, producer_rows
 from eoschaos.checkers.log_transactions import transaction_table as log_transaction_table
 from eoschaos.checkers.offset_commits import offset_commit_findings
 from eoschaos.checkers.raw_records import attach_raw_records
+from eoschaos.checkers.spark import concurrently
 from eoschaos.checkers.timeline import timeline
 from eoschaos.checkers.transactions import transaction_reads, transaction_stats, transaction_table
 from eoschaos.contract.capabilities import Capabilities
@@ -113,12 +114,18 @@ def _judge(
             copies = Capabilities.of_manifest(history.manifest).output_is_copies
             parts.append(torn_findings(log_txns, copies))
         parts.append(older_epoch_findings(log_txns))
-    tallies = tally(functools.reduce(DataFrame.unionByName, parts), max_examples) if parts else {}
-    run_timeline = timeline(history, census, txns)
+    # Each pass's findings, the timeline, the log transactions' stats and the lineage of the
+    # whole history read the cached tables and not each other's results: side by side.
+    run_timeline, log_stats, whole_lineage, *tallied = concurrently(
+        spark,
+        lambda: timeline(history, census, txns),
+        lambda: _log_stats(txns, log_txns, max_examples),
+        lambda: history_lineage(history) if lineage else None,
+        *[functools.partial(tally, part, max_examples) for part in parts],
+    )
+    tallies = {name: found for part in tallied for name, found in part.items()}
+    txn_stats.update(log_stats)
     if log_txns is not None:
-        txn_stats["from_logs"] = _fates(log_txns)
-        if txns is not None:
-            txn_stats["agreement"] = agreement(txns, log_txns, max_examples)
         log_txns.unpersist()
         log_rows.unpersist()
     if txns is not None:
@@ -137,6 +144,11 @@ def _judge(
             "rejected_attempts", 0
         )
     attach_raw_records(history, checks)
+    forensics, run_lineage = concurrently(
+        spark,
+        lambda: forensics_section(history, checks),
+        lambda: lineage_section(history, checks, whole=whole_lineage) if lineage else None,
+    )
     unfinished = _unfinished(census)
     verdict = {
         "verdict": _overall(checks, unfinished),
@@ -149,10 +161,10 @@ def _judge(
         "not_applicable": not_applicable,
         "stats": _stats(history, census, txn_stats),
         "timeline": run_timeline,
-        "forensics": forensics_section(history, checks),
+        "forensics": forensics,
     }
     if lineage:
-        verdict["lineage"] = lineage_section(history, checks)
+        verdict["lineage"] = run_lineage
     verdict["config"] = history.manifest
     verdict["cluster"] = history.manifest.get("cluster")
     verdict["checker"] = {
@@ -161,6 +173,19 @@ def _judge(
         "events": census.events,
     }
     return verdict
+
+
+def _log_stats(
+    txns: DataFrame | None, log_txns: DataFrame | None, max_examples: int
+) -> dict[str, Any]:
+    """The coordinators' transactions by fate and, next to a client history, the two sides'
+    agreement (nothing without the brokers' logs)."""
+    if log_txns is None:
+        return {}
+    stats: dict[str, Any] = {"from_logs": _fates(log_txns)}
+    if txns is not None:
+        stats["agreement"] = agreement(txns, log_txns, max_examples)
+    return stats
 
 
 def _fates(log_txns: DataFrame) -> dict[str, int]:

@@ -21,18 +21,34 @@ from eoschaos.checkers.lineage.cycles import dependency_cycles
 from eoschaos.checkers.lineage.stats import graph_stats
 from eoschaos.checkers.lineage.subgraphs import anomaly_subgraphs
 
+MAX_ANOMALIES = 12  # anomaly subgraphs per verdict
+
 if TYPE_CHECKING:
     from eoschaos.checkers.history_io import History
     from eoschaos.contract.checks import CheckResult
 
 
 def lineage_section(
-    history: History, checks: dict[str, CheckResult], *, max_anomalies: int = 12
+    history: History,
+    checks: dict[str, CheckResult],
+    *,
+    max_anomalies: int = MAX_ANOMALIES,
+    whole: dict | None = None,
 ) -> dict:
-    """The verdict's "lineage": whole-history graph stats, anomaly subgraphs, G0/G1c cycles."""
+    """The verdict's "lineage": whole-history graph stats, anomaly subgraphs, G0/G1c cycles.
+    `whole`: history_lineage(history), when the caller computed it already."""
+    whole = whole if whole is not None else history_lineage(history)
+    anomalies = anomaly_subgraphs(
+        history, checks, history.input_topic, history.output_topic, max_anomalies
+    )
+    return {"stats": whole["stats"], "anomalies": anomalies, "cycles": whole["cycles"]}
+
+
+def history_lineage(history: History) -> dict:
+    """The parts that need no verdict (graph stats and cycles): a verdict computes them while
+    its checks run."""
     input_topic, output_topic = history.input_topic, history.output_topic
     return {
         "stats": graph_stats(history, input_topic, output_topic),
-        "anomalies": anomaly_subgraphs(history, checks, input_topic, output_topic, max_anomalies),
         "cycles": dependency_cycles(history, input_topic, output_topic),
     }

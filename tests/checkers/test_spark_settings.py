@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,7 @@ from eoschaos.checkers.spark import (
     DRIVER_MEMORY_ENV,
     QUICK_JIT,
     QUICK_JIT_MAX_HISTORY_BYTES,
+    concurrently,
     driver_memory,
     failures_explained,
     java_options_for,
@@ -78,3 +81,33 @@ def test_a_warm_session_judges_the_next_run_without_compiling_its_plans_again(sp
     before = compilations().getCount()
     check_run(spark, second.run_dir, lineage=False)
     assert compilations().getCount() - before < 20
+
+
+def test_verdict_parts_run_side_by_side_and_return_in_call_order(spark):
+    both_running = threading.Barrier(2, timeout=10)  # broken unless the two overlap
+
+    def part(value, delay):
+        both_running.wait()
+        time.sleep(delay)
+        return value
+
+    assert concurrently(spark, lambda: part("first", 0.3), lambda: part("second", 0.0)) == [
+        "first",
+        "second",
+    ]
+
+
+def test_a_failing_part_fails_the_verdict_and_parts_not_begun_never_begin(spark):
+    begun = []
+
+    def failing():
+        raise ValueError("this part failed")
+
+    def slow():
+        begun.append(1)
+        time.sleep(0.3)
+
+    with pytest.raises(ValueError, match="this part failed"):
+        concurrently(spark, failing, *[slow] * 12)
+    time.sleep(1.0)  # what had begun has ended; nothing else may begin
+    assert len(begun) < 12
