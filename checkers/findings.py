@@ -1,8 +1,8 @@
-"""From anomaly rows to check results: exact counts plus a few concrete records, in one action.
+"""From anomaly rows to check results: exact counts plus a few concrete records, one action a pass.
 
 Each check plan marks the rows that violate it with `finding(...)`; `explode_findings` turns
 those marks into one row per anomaly (check name, sub-count key, sort key, example as JSON), so
-the checks of one pass, and of all passes, union into one DataFrame. `tally` then collects only
+the checks of one pass union into one DataFrame. `tally` then collects only
 the first few examples per check and one carrier row per sub-count: whatever the history's
 size, what reaches the driver is bounded by checks x (examples + sub-counts).
 """
