@@ -10,7 +10,10 @@ from eoschaos.chaos.schedule import FaultEvent, load_schedule, validate_schedule
 from eoschaos.chaos.strategies import schedules
 
 modest = settings(max_examples=60, deadline=None)
-no_database = settings(database=None, max_examples=200)
+# The shrink tests name the minimal schedule Hypothesis reaches. Its shrinker finds a local
+# minimum, which depends on the random first example: about 1 start in 150 ends elsewhere
+# (e.g. a kill and a latency on broker 1 at 0 s). Derandomized, the start is fixed.
+no_database = settings(database=None, max_examples=200, derandomize=True)
 
 
 @modest
