@@ -48,7 +48,7 @@ DRIVER_MEMORY_ENV = "EOSCHAOS_SPARK_DRIVER_MEMORY"
 OOM_EXIT_CODE = 52  # how Spark ends a JVM whose task ran out of memory (SparkExitCode.OOM)
 SHUFFLE_PARTITIONS = 8
 # Compiled classes of Spark's generated code kept for reuse. A verdict's plans compile to
-# ~400 classes (a kip447 history; ~200 for a black-box one) and Spark keeps 100, so every
+# ~400 classes (a kip447 history; ~230 for a black-box one) and Spark keeps 100, so every
 # verdict compiled them all again, even in a warm session. The code does not depend on the run:
 # kept, the next run's verdict compiles a handful of classes (docs/benchmarks.md).
 CODEGEN_CACHE_ENTRIES = 1000

@@ -72,7 +72,7 @@ def test_other_spark_failures_pass_through_unchanged(spark):
 def test_a_warm_session_judges_the_next_run_without_compiling_its_plans_again(spark, tmp_path):
     """A verdict's plans compile to ~190 classes of generated code (a synthetic run; ~400 for a
     kip447 one), more than Spark keeps by default: every verdict compiled them all again.
-    Kept, the next run's verdict finds them compiled: its topic names are not in the code."""
+    Kept, the next run's verdict finds them compiled: the code does not depend on the run."""
     compilations = spark._jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME
     first, second = (
         write_synthetic(spark, tmp_path / f"run-{seed}", RunShape(), seed=seed) for seed in (1, 2)
