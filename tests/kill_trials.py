@@ -3,7 +3,8 @@ would. Then `eoschaos cleanup RUN_DIR` and `eoschaos check RUN_DIR` run, and the
 what a user is left with:
 - processes of the run still alive (brokers, Toxiproxy, instances, Spark), found by the run
   directory in their command line, environment or working directory;
-- ports still listening that were not listening before the run;
+- ports still listening that were not listening before the run, unless a process tree that
+  was running before the trial holds them (MachineBefore);
 - what the re-check says: a verdict (UNKNOWN/FAIL for an unfinished run, any for a finished
   one) or exit 2 with one line, never a traceback;
 - every address a process of the run listened on while it ran (sampled): loopback only;
@@ -36,7 +37,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from commandline import run_eoschaos
-from listening import descendants, is_loopback, listening_addresses, listening_sockets
+from listening import (
+    descendants,
+    is_loopback,
+    listening_addresses,
+    listening_sockets,
+    socket_owners,
+)
 
 from eoschaos.clusters.container_runtime import detect_runtime
 from eoschaos.clusters.containers_backend import RUN_LABEL
@@ -48,6 +55,28 @@ from eoschaos.workloads.harness.supervisor import TWIN_INCARNATION
 RUN_ARGS = ["--workload", "kip447", "--mode", "eos", "--faults", "kill", "--duration", "20"]
 RUN_ARGS += ["--records", "2400", "--seed", "7"]
 RUN_SECONDS = 75.0  # start to report, measured on the 2-core machine
+SHORT = ["--duration", "20", "--records", "2400", "--seed", "7"]
+BYO_KIP447 = [
+    "--workload",
+    "byo",
+    "--command",
+    f"{sys.executable} -m eoschaos.workloads.kip447.processor --env",
+]
+# Crashes from 3 s on: the first replacement starts a few seconds into the workload.
+CRASH_RUN_ARGS = {
+    "kip447": ["--workload", "kip447", "--faults", "crash", *SHORT],
+    "streams": ["--workload", "streams", "--faults", "crash", *SHORT],
+    "byo": [*BYO_KIP447, "--faults", "crash", *SHORT],
+}
+# Every workload, killed at a uniform moment over a whole run (start to report, seconds on
+# the 2-core machine): a kip447 run with a broker kill, the others under crashes.
+RANDOM_RUN_ARGS = {
+    "kip447": (RUN_ARGS, RUN_SECONDS),
+    "streams": (CRASH_RUN_ARGS["streams"], 100.0),
+    "spark": (["--workload", "spark", "--faults", "crash", *SHORT], 150.0),
+    "copier": (["--workload", "copier", "--faults", "crash", *SHORT], 80.0),
+    "byo": (CRASH_RUN_ARGS["byo"], 80.0),
+}
 # Phases of a run as its progress lines announce them, in order: (phase, the line's start).
 PHASES = [
     ("cluster start", "[eoschaos] run dir:"),
@@ -184,11 +213,11 @@ def run_trial(
     line of phase `moment` (or after start, for moment "random"; or after a crashed instance's
     replacement started, for INSTANCE_RESTART), clean up, re-check (unless told not to)."""
     trial = Trial(moment, round(delay_s, 2), run_dir=str(run_dir))
-    ports_before = _listening_ports()
+    before = MachineBefore.now()
     command = ["run", *run_args, "--out", str(run_dir)]
     _start_and_kill(trial, command, _run_phase, run_dir, env, deadline_s)
     trial.writer_loss_s = _writer_loss(run_dir, trial.killed_wall, _records(run_args))
-    _clean_up(trial, run_dir, ports_before, env)
+    _clean_up(trial, run_dir, before, env)
     if not recheck:
         return trial
     check = run_eoschaos("check", str(run_dir), env=env)
@@ -214,10 +243,10 @@ def matrix_trial(
     (`eoschaos cleanup OUT`), then run the same command again: the resumed night."""
     trial = MatrixTrial("random", round(delay_s, 2), out=str(out))
     trial.expected_keys = [run.key for run in load_matrix(matrix_file)]
-    ports_before = _listening_ports()
+    before = MachineBefore.now()
     command = ["matrix", str(matrix_file), "--out", str(out)]
     _start_and_kill(trial, command, _matrix_phase, out, env, deadline_s)
-    _clean_up(trial, out, ports_before, env)
+    _clean_up(trial, out, before, env)
     resumed = subprocess.run(
         [sys.executable, "-m", "eoschaos.cli", *command],
         capture_output=True,
@@ -299,7 +328,7 @@ def _restarted(run_dir: Path) -> bool:
     return False
 
 
-def _clean_up(kill: Kill, directory: Path, ports_before: set[int], env) -> None:
+def _clean_up(kill: Kill, directory: Path, before: MachineBefore, env) -> None:
     """`eoschaos cleanup DIR`, then what is left: processes, containers, new listening ports;
     and the networks the run made (read before cleanup removes them, if still there)."""
     kill.own_networks = sorted({*kill.own_networks, *_networks_of(directory)})
@@ -307,7 +336,7 @@ def _clean_up(kill: Kill, directory: Path, ports_before: set[int], env) -> None:
     kill.cleanup_exit = cleanup.returncode
     kill.leftover_processes = _await_leftovers(directory)
     kill.leftover_containers = containers_of(directory)
-    kill.leftover_ports = sorted(_listening_ports() - ports_before)
+    kill.leftover_ports = before.new_ports()
 
 
 def random_trial(run_dir: Path, rng: random.Random, run_seconds: float, **kwargs) -> Trial:
@@ -545,6 +574,59 @@ def processes_of(run_dir: Path) -> list[str]:
     return found
 
 
+@dataclass(frozen=True)
+class MachineBefore:
+    """What listened and ran before a trial. A port listening after cleanup that did not
+    before is the run's leftover unless its process descends from a process tree that was
+    already running then (a developer's test session beside the trial, the runner's own
+    services): the run's processes, orphaned by the kill, hang from init through processes
+    started during the trial (an orphan is re-parented to PID 1 here; no subreaper). A port
+    whose process cannot be read counts as a leftover."""
+
+    ports: frozenset[int]
+    trees: frozenset[tuple[int, str]]  # (pid, start time) of every process then
+
+    @classmethod
+    def now(cls) -> MachineBefore:
+        processes = (_identity(int(p.name)) for p in Path("/proc").iterdir() if p.name.isdigit())
+        return cls(frozenset(_listening_ports()), frozenset(p for p in processes if p))
+
+    def new_ports(self) -> list[int]:
+        owners = socket_owners()
+        return sorted(
+            {
+                _port(address)
+                for address, inode in listening_sockets()
+                if _port(address) not in self.ports and _top_of(owners.get(inode)) not in self.trees
+            }
+        )
+
+
+def _port(address: str) -> int:
+    return int(address.rsplit(":", 1)[1])
+
+
+def _identity(pid: int) -> tuple[int, str] | None:
+    """(pid, start time): a pid is reused, the pair is not."""
+    try:
+        return pid, (Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+    except (OSError, IndexError):
+        return None
+
+
+def _top_of(pid: int | None) -> tuple[int, str] | None:
+    """The identity of `pid`'s topmost ancestor below init (itself if init is its parent)."""
+    while pid is not None:
+        try:
+            parent = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            return None
+        if parent <= 1:
+            return _identity(pid)
+        pid = parent
+    return None
+
+
 def _listening_ports() -> set[int]:
     """Every TCP port listening on this machine (any process)."""
-    return {int(address.rsplit(":", 1)[1]) for address, _ in listening_sockets()}
+    return {_port(address) for address, _ in listening_sockets()}

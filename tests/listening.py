@@ -35,6 +35,15 @@ def address_of(hex_address: str) -> str:
     return f"{ip}:{int(port, 16)}"
 
 
+def socket_owners() -> dict[str, int]:
+    """socket inode -> the pid of a process holding it, over the whole process table."""
+    owners = {}
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            owners.update(dict.fromkeys(_socket_inodes(int(proc.name)), int(proc.name)))
+    return owners
+
+
 def listening_sockets(pid: int | None = None) -> list[tuple[str, str]]:
     """(address, socket inode) of every listening TCP socket (IPv4 and IPv6) in this process's
     network namespace, or in that of `pid` (a container's is its own)."""

@@ -14,42 +14,20 @@ from __future__ import annotations
 
 import os
 import random
-import sys
 from pathlib import Path
 
 import pytest
 from kill_trials import (
+    CRASH_RUN_ARGS,
     INSTANCE_RESTART,
+    RANDOM_RUN_ARGS,
     RUN_ARGS,
-    RUN_SECONDS,
     matrix_trial,
     random_trial,
     run_trial,
 )
 
 CI_MATRIX = Path(__file__).resolve().parent.parent / "chaos" / "matrices" / "ci.toml"
-SHORT = ["--duration", "20", "--records", "2400", "--seed", "7"]
-BYO_KIP447 = [
-    "--workload",
-    "byo",
-    "--command",
-    f"{sys.executable} -m eoschaos.workloads.kip447.processor --env",
-]
-# Crashes from 3 s on: the first replacement starts a few seconds into the workload.
-CRASH_RUN_ARGS = {
-    "kip447": ["--workload", "kip447", "--faults", "crash", *SHORT],
-    "streams": ["--workload", "streams", "--faults", "crash", *SHORT],
-    "byo": [*BYO_KIP447, "--faults", "crash", *SHORT],
-}
-# Every workload, killed at a uniform moment over a whole run (start to report, seconds on
-# the 2-core machine): a kip447 run with a broker kill, the others under crashes.
-RANDOM_RUN_ARGS = {
-    "kip447": (RUN_ARGS, RUN_SECONDS),
-    "streams": (CRASH_RUN_ARGS["streams"], 100.0),
-    "spark": (["--workload", "spark", "--faults", "crash", *SHORT], 150.0),
-    "copier": (["--workload", "copier", "--faults", "crash", *SHORT], 80.0),
-    "byo": (CRASH_RUN_ARGS["byo"], 80.0),
-}
 NIGHTLY_TRIALS = int(os.environ.get("EOSCHAOS_KILL_TRIALS", "50"))  # ~55 s each
 MATRIX_SECONDS = 115.0  # eoschaos matrix ci.toml, start to index, on the 2-core machine
 
