@@ -309,7 +309,8 @@ def cmd_cleanup(args: argparse.Namespace) -> int:
     removed = cleanup_containers(args.run_dir)
     if removed:
         total += len(removed)
-        print(f"containers: removed {', '.join(removed)}")
+        # containers and networks of the runtime, and the runs' own processes (any backend)
+        print(f"removed or stopped: {', '.join(removed)}")
     for run_dir in targets:
         stopped = stop_run_dir(run_dir)
         total += len(stopped)
