@@ -9,6 +9,11 @@ consumed again or skipped), when it committed offsets that moved an input partit
 but wrote no output (an output of copies has a record for every input record consumed), or
 when its markers disagree (COMMIT in one partition, ABORT in another).
 
+liveness.hanging-transaction: after the run every transaction has ended (the end state waits
+for it), so the logs must show each one finished: the coordinator completed it, and every
+partition it wrote holds a marker after its batches. A transaction the coordinator never
+completed, or batches no marker closed (KIP-664), hold read_committed readers back forever.
+
 fencing.older-epoch-commit: once a transactional id was initialised again (InitProducerId: a
 new producer session at a higher epoch), no transaction of an older epoch of it may commit.
 The coordinator enforces that; a commit it recorded anyway is a fencing failure, whatever the
@@ -21,8 +26,15 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from eoschaos.checkers.findings import explode_findings, finding
-from eoschaos.checkers.log_transactions import ABORT, COMMIT, COMMITTING
-from eoschaos.contract.checks import OLDER_EPOCH_COMMIT, TORN_TRANSACTION
+from eoschaos.checkers.log_transactions import (
+    ABORT,
+    ABORTING,
+    COMMIT,
+    COMMITTING,
+    OPEN,
+    unmarked_output,
+)
+from eoschaos.contract.checks import HANGING_TRANSACTION, OLDER_EPOCH_COMMIT, TORN_TRANSACTION
 
 
 def torn_findings(txns: DataFrame, output_is_copies: bool) -> DataFrame:
@@ -81,3 +93,44 @@ def older_epoch_findings(txns: DataFrame) -> DataFrame:
             newer_started=F.col("session_started"),
         ),
     )
+
+
+def hanging_findings(txns: DataFrame, rows: DataFrame) -> DataFrame:
+    """One anomaly row per transaction the coordinator left unfinished (sub-count
+    "coordinator") and per partition's output no marker closed ("partition")."""
+    unfinished = explode_findings(
+        txns,
+        finding(
+            F.col("fate").isin(OPEN, COMMITTING, ABORTING),
+            HANGING_TRANSACTION.name,
+            F.col("began"),
+            "coordinator",
+            txn_id=F.col("txn_id"),
+            producer_id=F.col("producer_id"),
+            producer_epoch=F.col("epoch"),
+            began=F.col("began"),
+            partitions=F.col("partitions"),
+            hanging=F.when(F.col("fate") == OPEN, "the coordinator never decided it")
+            .when(F.col("fate") == COMMITTING, "decided COMMIT but never completed")
+            .otherwise("decided ABORT but never completed"),
+        ),
+    )
+    unmarked = explode_findings(
+        unmarked_output(rows),
+        finding(
+            F.lit(True),
+            HANGING_TRANSACTION.name,
+            F.col("first_time"),
+            "partition",
+            txn_id=F.col("txn_id"),
+            producer_id=F.col("producer_id"),
+            producer_epoch=F.col("epoch"),
+            began=F.col("first_time"),
+            partition=F.col("partition"),
+            first_offset=F.col("first_offset"),
+            last_offset=F.col("last_offset"),
+            records=F.col("records"),
+            hanging=F.lit("its batches in this partition have no marker after them"),
+        ),
+    )
+    return unfinished.unionByName(unmarked)

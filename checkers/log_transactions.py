@@ -260,11 +260,15 @@ def _data_pieces(rows: DataFrame) -> DataFrame:
             F.sum("count").alias("records"),
             F.first("marker_ms").alias("marker_ms"),
             F.first(F.col("aborted_at") == F.col("marker_offset")).alias("aborted"),
+            F.max("producer_epoch").alias("epoch"),
+            F.min("time").alias("first_time"),
         )
         .select(
             F.lit(LOG_BATCH).alias("f"),
             "producer_id",
             "marker_ms",
+            "epoch",
+            "first_time",
             F.struct(
                 "partition",
                 "first_offset",
@@ -277,6 +281,23 @@ def _data_pieces(rows: DataFrame) -> DataFrame:
             ).alias("output"),
         )
         .withColumn("fate", F.col("output.fate"))
+    )
+
+
+def unmarked_output(rows: DataFrame) -> DataFrame:
+    """The output a producer wrote in a partition after its last marker there, from
+    `producer_rows`: transactional batches that no COMMIT or ABORT ever closed (Kafka's
+    "hanging transaction", KIP-664), with the transactional id its producer id ran under."""
+    ids = (
+        rows.filter(F.col("f") == TXN_STATE)
+        .groupBy("producer_id")
+        .agg(F.max("txn_id").alias("txn_id"))
+    )
+    return (
+        _data_pieces(rows)
+        .filter(F.col("fate") == OPEN)
+        .join(F.broadcast(ids), "producer_id", "left")
+        .select("producer_id", "txn_id", "epoch", "first_time", "output.*")
     )
 
 

@@ -26,7 +26,11 @@ from eoschaos.checkers.findings import result, tally
 from eoschaos.checkers.forensics import forensics_section
 from eoschaos.checkers.history_io import History, load_history
 from eoschaos.checkers.lineage import history_lineage, lineage_section
-from eoschaos.checkers.log_findings import older_epoch_findings, torn_findings
+from eoschaos.checkers.log_findings import (
+    hanging_findings,
+    older_epoch_findings,
+    torn_findings,
+)
 from eoschaos.checkers.log_transactions import offset_commits, producer_rows
 from eoschaos.checkers.log_transactions import transaction_table as log_transaction_table
 from eoschaos.checkers.offset_commits import offset_commit_findings
@@ -114,6 +118,7 @@ def _judge(
             copies = Capabilities.of_manifest(history.manifest).output_is_copies
             parts.append(torn_findings(log_txns, copies))
         parts.append(older_epoch_findings(log_txns))
+        parts.append(hanging_findings(log_txns, log_rows))
     # Each pass's findings, the timeline, the log transactions' stats and the lineage of the
     # whole history read the cached tables and not each other's results: side by side.
     run_timeline, log_stats, whole_lineage, *tallied = concurrently(

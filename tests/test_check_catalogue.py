@@ -74,4 +74,5 @@ def test_the_checks_of_a_pass_are_those_whose_spec_names_it():
     assert needing_pass(Pass.LOG_TRANSACTIONS) == (
         "delivery.torn-transaction",
         "fencing.older-epoch-commit",
+        "liveness.hanging-transaction",
     )

@@ -51,6 +51,7 @@ FROM_THE_LOGS = (
     "delivery.input-committed-twice",
     "delivery.torn-transaction",
     "fencing.older-epoch-commit",
+    "liveness.hanging-transaction",
 )
 EVERY_CHECK = (
     *TRANSACTIONAL,

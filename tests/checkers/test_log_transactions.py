@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from eoschaos.checkers.findings import result, tally
-from eoschaos.checkers.log_findings import older_epoch_findings, torn_findings
+from eoschaos.checkers.log_findings import hanging_findings, older_epoch_findings, torn_findings
 from eoschaos.checkers.log_transactions import offset_commits, producer_rows, transaction_table
 from eoschaos.checkers.synthetic import GROUP, INPUT_TOPIC, OUTPUT_TOPIC, RunShape, write_synthetic
 from eoschaos.checkers.verdict import check_run
@@ -36,7 +36,8 @@ from eoschaos.contract.rundir import HISTORY_DIR
 SHAPE = RunShape()
 TORN = "delivery.torn-transaction"
 OLDER_EPOCH = "fencing.older-epoch-commit"
-CHECKS = (TORN, OLDER_EPOCH)
+HANGING = "liveness.hanging-transaction"
+CHECKS = (TORN, OLDER_EPOCH, HANGING)
 TXN_ID = "pipeline-7"
 PRODUCER = 4242
 T0 = SHAPE.start + 5000.0  # after every event of the synthetic run
@@ -132,9 +133,13 @@ class Pipeline:
         fate: str = "COMMIT",
         output_fate: str | None = None,
         epoch: int | None = None,
+        until: str = "completed",
+        marker: bool = True,
     ) -> None:
         """A transaction of `records` output records and input offsets: committed with the
-        offsets in it ("in"), as a plain commit after it ("plain") or none (None)."""
+        offsets in it ("in"), as a plain commit after it ("plain") or none (None). The
+        coordinator takes it `until` "ongoing", "decided" or "completed"; `marker=False`
+        leaves its output partition without a marker."""
         epoch = self.epoch if epoch is None else epoch
         out = f"{OUTPUT_TOPIC}-{OUT_PARTITION}"
         offsets = f"{CONSUMER_OFFSETS_TOPIC}-{CONSUMER_OFFSETS_PARTITION}"
@@ -143,11 +148,13 @@ class Pipeline:
         if records:
             self._batch(self.output_at, records, control=False, epoch=epoch)
             self.output_at += records
+        if until == "ongoing":
+            return
         self.input_at += 10
         commit_at = self.clock
         self._state("Prepare" + fate.capitalize(), parts, epoch)
         self.clock += 0.01
-        if records:
+        if records and marker:
             marker = output_fate or fate
             if marker == "ABORT":
                 self.rows.append(
@@ -164,7 +171,8 @@ class Pipeline:
             self.output_at += 1
         if commits is not None:
             self._offset_commit(commit_at, transactional=commits == "in", fate=fate, epoch=epoch)
-        self._state("Complete" + fate.capitalize(), [], epoch)
+        if until == "completed":
+            self._state("Complete" + fate.capitalize(), [], epoch)
 
     def _offset_commit(self, at: float, transactional: bool, fate: str, epoch: int) -> None:
         params = {
@@ -218,7 +226,8 @@ def judged_logs(spark):
         log = spark.read.schema(SCHEMA_DDL).json(lines)
         rows = producer_rows(log, offset_commits(log), INPUT_TOPIC, OUTPUT_TOPIC)
         table = transaction_table(rows, (INPUT_TOPIC, OUTPUT_TOPIC))
-        found = tally(torn_findings(table, True).unionByName(older_epoch_findings(table)), 5)
+        findings = torn_findings(table, True).unionByName(older_epoch_findings(table))
+        found = tally(findings.unionByName(hanging_findings(table, rows)), 5)
         return {name: result(CATALOGUE[name], found.get(name)).to_json() for name in CHECKS}
 
     return judge
@@ -236,8 +245,9 @@ def test_whole_transactions_pass_and_are_counted_by_their_fate(judged):
     pipeline = _whole(3)
     pipeline.transaction(fate="ABORT")
     verdict = judged(pipeline)
-    assert verdict["checks"][TORN]["verdict"] == "PASS"
-    assert verdict["checks"][OLDER_EPOCH]["verdict"] == "PASS"
+    assert {name: verdict["checks"][name]["verdict"] for name in CHECKS} == dict.fromkeys(
+        CHECKS, "PASS"
+    )
     assert verdict["stats"]["transactions"]["from_logs"] == {"COMMIT": 3, "ABORT": 1}
 
 
@@ -301,3 +311,44 @@ def test_commits_the_coordinator_made_that_no_client_history_holds_are_a_disagre
     agreement = judged(_whole(3))["stats"]["transactions"]["agreement"]
     [ours] = [row for row in agreement["disagreements"] if row["txn_id"] == TXN_ID]
     assert (ours["client_committed"], ours["client_unknown"], ours["log_committed"]) == (0, 0, 3)
+
+
+def test_a_transaction_the_coordinator_never_decided_is_hanging_and_so_is_its_output(judged_logs):
+    pipeline = _whole(2)
+    pipeline.transaction(until="ongoing")
+    hanging = judged_logs(pipeline)[HANGING]
+    assert (hanging["verdict"], hanging["counts"]) == (
+        "FAIL",
+        {"coordinator": 1, "partition": 1},
+    )
+    [coordinator] = [e for e in hanging["examples"] if "partition" not in e]
+    [partition] = [e for e in hanging["examples"] if "partition" in e]
+    assert (coordinator["txn_id"], coordinator["producer_id"], coordinator["producer_epoch"]) == (
+        TXN_ID,
+        PRODUCER,
+        1,
+    )
+    assert coordinator["hanging"] == "the coordinator never decided it"
+    assert (partition["txn_id"], partition["partition"], partition["first_offset"]) == (
+        TXN_ID,
+        OUT_PARTITION,
+        OUTPUT_START + 22,
+    )
+    assert partition["records"] == 10
+
+
+def test_a_decided_transaction_the_coordinator_never_completed_is_hanging(judged_logs):
+    pipeline = _whole(2)
+    pipeline.transaction(until="decided")
+    hanging = judged_logs(pipeline)[HANGING]
+    assert (hanging["verdict"], hanging["counts"]) == ("FAIL", {"coordinator": 1})
+    assert hanging["examples"][0]["hanging"] == "decided COMMIT but never completed"
+
+
+def test_output_no_marker_closed_is_hanging_though_the_coordinator_completed_it(judged_logs):
+    """KIP-664's hanging transaction: the coordinator's side is whole, the partition's is not."""
+    pipeline = _whole(2)
+    pipeline.transaction(marker=False)
+    hanging = judged_logs(pipeline)[HANGING]
+    assert (hanging["verdict"], hanging["counts"]) == ("FAIL", {"partition": 1})
+    assert hanging["examples"][0]["hanging"].startswith("its batches in this partition")

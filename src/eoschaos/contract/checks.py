@@ -256,6 +256,19 @@ OPEN_TRANSACTIONS = CheckSpec(
     "mid-transaction and was never aborted",
     plants=("open_transaction",),
 )
+HANGING_TRANSACTION = CheckSpec(
+    "liveness.hanging-transaction",
+    "Per the brokers' logs, a transaction of the run was never finished: the coordinator's "
+    "last record of it is not a completion (still Ongoing, or decided but never completed: "
+    "a marker it never wrote), or an output partition holds a producer's transactional "
+    "batches with no marker after them (Kafka's hanging transaction, KIP-664: it holds the "
+    "partition's last stable offset). Read from the logs, for any transactional pipeline.",
+    Pass.LOG_TRANSACTIONS,
+    (Evidence.TRANSACTIONS, Evidence.COORDINATOR_STATES, Evidence.BATCH_HEADERS),
+    look="the transactional id's last states and the partition's last batches on the "
+    "timeline: a producer that died mid-transaction and was never aborted, or a marker the "
+    "coordinator decided and never wrote (KAFKA-19999)",
+)
 LSO = CheckSpec(
     "liveness.lso",
     "A partition's last stable offset stayed below its high watermark at the end (a hanging "
@@ -317,6 +330,7 @@ CATALOGUE: dict[str, CheckSpec] = {
         STALE_COMMIT,
         OLDER_EPOCH_COMMIT,
         OPEN_TRANSACTIONS,
+        HANGING_TRANSACTION,
         LSO,
         GROUP_OFFSETS,
         AGGREGATE_MISMATCH,
