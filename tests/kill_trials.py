@@ -473,17 +473,21 @@ def _writer_loss(run_dir: Path, killed_wall: float, records: int | None) -> dict
 
 
 def _fault_due(run_dir: Path, since: float, until: float) -> bool:
-    """Whether the schedule had a fault start or heal between `since` and `until` (wall
+    """Whether the schedule's next fault was due to start between `since` and `until` (wall
     clock), its times anchored at the first fault the nemesis recorded; no fault recorded
-    yet: due if the schedule is not empty."""
+    yet: due if the schedule is not empty. The nemesis records an invoke as each fault starts,
+    so the invokes recorded say which start is next (anchored moments drift by the nemesis's
+    jitter, tens of ms: a fault that started early must not read as still due). A fault's
+    end is not awaited: a heal takes as long as the cluster takes."""
     schedule = json.loads((run_dir / "schedule.json").read_text())
     events = _events(run_dir / "history" / "nemesis.jsonl")
-    first = next((e for e in events if e.get("type") == "invoke"), None)
-    if first is None or not schedule:
+    starts = [e for e in events if e.get("kind") == "fault" and e.get("type") == "invoke"]
+    if not starts:
         return bool(schedule)
-    t0 = first["time"] - schedule[0]["at"]
-    moments = [t0 + e["at"] + d for e in schedule for d in (0.0, e["duration"])]
-    return any(since < moment <= until for moment in moments)
+    if len(starts) >= len(schedule):
+        return False
+    t0 = starts[0]["time"] - schedule[0]["at"]
+    return since < t0 + schedule[len(starts)]["at"] <= until
 
 
 def _events(path: Path) -> list[dict]:
