@@ -14,6 +14,14 @@ for it), so the logs must show each one finished: the coordinator completed it, 
 partition it wrote holds a marker after its batches. A transaction the coordinator never
 completed, or batches no marker closed (KIP-664), hold read_committed readers back forever.
 
+isolation.uncommitted-offset-read: a read_committed reader may return a transaction's record
+only once the partition's last stable offset passed it, which is after the transaction's
+marker there was written. Each read of the output is placed in its producer's range by offset
+(a broadcast join of the ranges on (partition, offset bucket)); a read whose time is before
+that range's marker time, or of a range no marker closed, read uncommitted data. Both times
+are this machine's wall clock (brokers and readers share it, on both backends), and a read's
+time is taken after the poll returned, so a read before the marker is never a late record.
+
 fencing.older-epoch-commit: once a transactional id was initialised again (InitProducerId: a
 new producer session at a higher epoch), no transaction of an older epoch of it may commit.
 The coordinator enforces that; a commit it recorded anyway is a fencing failure, whatever the
@@ -22,19 +30,34 @@ client.
 
 from __future__ import annotations
 
+import functools
+import operator
+from typing import Any
+
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from eoschaos.checkers.census import Census
 from eoschaos.checkers.findings import explode_findings, finding
+from eoschaos.checkers.history_io import History
 from eoschaos.checkers.log_transactions import (
     ABORT,
     ABORTING,
     COMMIT,
     COMMITTING,
     OPEN,
+    output_pieces,
     unmarked_output,
 )
-from eoschaos.contract.checks import HANGING_TRANSACTION, OLDER_EPOCH_COMMIT, TORN_TRANSACTION
+from eoschaos.contract.checks import (
+    HANGING_TRANSACTION,
+    OLDER_EPOCH_COMMIT,
+    TORN_TRANSACTION,
+    UNCOMMITTED_OFFSET_READ,
+)
+from eoschaos.contract.history import FINAL_SCANS
+
+BUCKET = 1024  # offsets per bucket of the reads' range join: a read meets its bucket's ranges
 
 
 def torn_findings(txns: DataFrame, output_is_copies: bool) -> DataFrame:
@@ -134,3 +157,81 @@ def hanging_findings(txns: DataFrame, rows: DataFrame) -> DataFrame:
         ),
     )
     return unfinished.unionByName(unmarked)
+
+
+def downstream_reads(history: History, census: Census, topic: str) -> DataFrame:
+    """The reads of `topic` by downstream readers (every reader but the final scans, which
+    read after the run and, one of them, uncommitted data on purpose)."""
+    readers = [name for name in census.readers if name not in FINAL_SCANS]
+    return (
+        history.kind("read")
+        .filter((F.col("topic") == topic) & F.col("process").isin(readers))
+        .select(F.col("process").alias("reader"), "partition", "offset", "id", "time")
+    )
+
+
+def uncommitted_offset_findings(reads: DataFrame, rows: DataFrame) -> DataFrame:
+    """One anomaly row per read of `reads` (downstream readers' reads of the output: reader,
+    partition, offset, id, time) of a record its transaction had not committed by then, per
+    the output's ranges and markers in `rows` (`producer_rows`); sub-counts per reader."""
+    ranges = (
+        output_pieces(rows)
+        .filter(F.col("fate") != ABORT)  # a read of an aborted record: aborted-offset-read
+        .withColumn(
+            "bucket",
+            F.explode(
+                F.sequence(
+                    F.floor(F.col("first_offset") / BUCKET), F.floor(F.col("last_offset") / BUCKET)
+                )
+            ),
+        )
+    )
+    placed = reads.withColumn("bucket", F.floor(F.col("offset") / BUCKET)).join(
+        F.broadcast(ranges), ["partition", "bucket"]
+    )
+    inside = F.col("offset").between(F.col("first_offset"), F.col("last_offset"))
+    early = F.col("marker_ms").isNull() | (F.col("time") * 1000 < F.col("marker_ms"))
+    return explode_findings(
+        placed.filter(inside),
+        finding(
+            early,
+            UNCOMMITTED_OFFSET_READ.name,
+            F.col("time"),
+            F.col("reader"),
+            reader=F.col("reader"),
+            partition=F.col("partition"),
+            offset=F.col("offset"),
+            id=F.col("id"),
+            read_at=F.col("time"),
+            committed_at=F.col("marker_ms") / 1000,
+            txn_id=F.col("txn_id"),
+            producer_id=F.col("producer_id"),
+            producer_epoch=F.col("epoch"),
+        ),
+    )
+
+
+def name_transactions(rows: DataFrame, examples: list[dict[str, Any]], topic: str) -> None:
+    """Add to each example of a record of `topic` (its `partition` and `offset`) the
+    transaction that wrote it, per the logs (`producer_rows`): transactional id, producer id,
+    epoch and the fate its marker gave it. Collects only the ranges holding the examples."""
+    wanted = [e for e in examples if e.get("topic") == topic and "offset" in e]
+    if not wanted:
+        return
+    holds = [
+        (F.col("partition") == e["partition"])
+        & F.lit(e["offset"]).between(F.col("first_offset"), F.col("last_offset"))
+        for e in wanted
+    ]
+    ranges = output_pieces(rows).filter(functools.reduce(operator.or_, holds)).collect()
+    for example in wanted:
+        for piece in ranges:
+            if piece["partition"] == example["partition"] and (
+                piece["first_offset"] <= example["offset"] <= piece["last_offset"]
+            ):
+                example.update(
+                    txn_id=piece["txn_id"],
+                    producer_id=piece["producer_id"],
+                    producer_epoch=piece["epoch"],
+                    txn_fate=piece["fate"],
+                )

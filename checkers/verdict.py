@@ -27,9 +27,12 @@ from eoschaos.checkers.forensics import forensics_section
 from eoschaos.checkers.history_io import History, load_history
 from eoschaos.checkers.lineage import history_lineage, lineage_section
 from eoschaos.checkers.log_findings import (
+    downstream_reads,
     hanging_findings,
+    name_transactions,
     older_epoch_findings,
     torn_findings,
+    uncommitted_offset_findings,
 )
 from eoschaos.checkers.log_transactions import offset_commits, producer_rows
 from eoschaos.checkers.log_transactions import transaction_table as log_transaction_table
@@ -44,6 +47,7 @@ from eoschaos.contract.checks import (
     CATALOGUE,
     EXPECTED_OUTPUT,
     TORN_TRANSACTION,
+    UNCOMMITTED_OFFSET_READ,
     ZOMBIE_WRITE,
     CheckResult,
     Evidence,
@@ -112,13 +116,19 @@ def _judge(
     log_txns = log_rows = None
     if Pass.LOG_TRANSACTIONS in passes:
         log_rows = producer_rows(log, commits, history.input_topic, history.output_topic).cache()
-        topics = (history.input_topic, history.output_topic)
-        log_txns = log_transaction_table(log_rows, topics).cache()
-        if TORN_TRANSACTION.name in applicable:
-            copies = Capabilities.of_manifest(history.manifest).output_is_copies
-            parts.append(torn_findings(log_txns, copies))
-        parts.append(older_epoch_findings(log_txns))
-        parts.append(hanging_findings(log_txns, log_rows))
+        # The transactions need the coordinators' states; without them (runs recorded
+        # before they were) there is no table, and no agreement to state
+        if census.log_rows.get(TXN_STATE):
+            topics = (history.input_topic, history.output_topic)
+            log_txns = log_transaction_table(log_rows, topics).cache()
+            if TORN_TRANSACTION.name in applicable:
+                copies = Capabilities.of_manifest(history.manifest).output_is_copies
+                parts.append(torn_findings(log_txns, copies))
+            parts.append(older_epoch_findings(log_txns))
+            parts.append(hanging_findings(log_txns, log_rows))
+        if UNCOMMITTED_OFFSET_READ.name in applicable:
+            reads = downstream_reads(history, census, history.output_topic)
+            parts.append(uncommitted_offset_findings(reads, log_rows))
     # Each pass's findings, the timeline, the log transactions' stats and the lineage of the
     # whole history read the cached tables and not each other's results: side by side.
     run_timeline, log_stats, whole_lineage, *tallied = concurrently(
@@ -130,8 +140,12 @@ def _judge(
     )
     tallies = {name: found for part in tallied for name, found in part.items()}
     txn_stats.update(log_stats)
+    if log_rows is not None and ABORTED_OFFSET_READ.name in tallies:
+        examples = tallies[ABORTED_OFFSET_READ.name].examples
+        name_transactions(log_rows, examples, history.output_topic)
     if log_txns is not None:
         log_txns.unpersist()
+    if log_rows is not None:
         log_rows.unpersist()
     if txns is not None:
         txns.unpersist()

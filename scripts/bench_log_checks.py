@@ -1,12 +1,13 @@
 """Benchmark: what judging transactions from the brokers' logs adds to a verdict (the log
-transaction table, delivery.torn-transaction, fencing.older-epoch-commit and the client/log
-agreement), against the same verdict without them, in the same Spark session.
+transaction table, every check of its pass: torn transactions, older-epoch commits, hanging
+transactions, uncommitted offset reads; and the client/log agreement), against the same
+verdict without them, in the same Spark session.
 
     .venv/bin/python scripts/bench_log_checks.py RUN_DIR... [--rounds 4]
 
 Each round judges every RUN_DIR twice, with and without, alternating, so a noisy machine
 slows both alike; the first round (the JIT's warm-up) is left out of the medians. "Without"
-lists the two checks as not applicable, which leaves the verdict's pass over the logs out, as
+lists the pass's checks as not applicable, which leaves the verdict's pass over the logs out, as
 a run recorded before the logs were would. Numbers go to docs/benchmarks.md by hand.
 """
 

@@ -73,6 +73,7 @@ def test_a_check_says_where_its_evidence_comes_from():
 def test_the_checks_of_a_pass_are_those_whose_spec_names_it():
     assert needing_pass(Pass.LOG_TRANSACTIONS) == (
         "delivery.torn-transaction",
+        "isolation.uncommitted-offset-read",
         "fencing.older-epoch-commit",
         "liveness.hanging-transaction",
     )

@@ -15,7 +15,13 @@ from pathlib import Path
 import pytest
 
 from eoschaos.checkers.findings import result, tally
-from eoschaos.checkers.log_findings import hanging_findings, older_epoch_findings, torn_findings
+from eoschaos.checkers.log_findings import (
+    hanging_findings,
+    name_transactions,
+    older_epoch_findings,
+    torn_findings,
+    uncommitted_offset_findings,
+)
 from eoschaos.checkers.log_transactions import offset_commits, producer_rows, transaction_table
 from eoschaos.checkers.synthetic import GROUP, INPUT_TOPIC, OUTPUT_TOPIC, RunShape, write_synthetic
 from eoschaos.checkers.verdict import check_run
@@ -37,7 +43,8 @@ SHAPE = RunShape()
 TORN = "delivery.torn-transaction"
 OLDER_EPOCH = "fencing.older-epoch-commit"
 HANGING = "liveness.hanging-transaction"
-CHECKS = (TORN, OLDER_EPOCH, HANGING)
+UNCOMMITTED = "isolation.uncommitted-offset-read"
+CHECKS = (TORN, OLDER_EPOCH, HANGING, UNCOMMITTED)
 TXN_ID = "pipeline-7"
 PRODUCER = 4242
 T0 = SHAPE.start + 5000.0  # after every event of the synthetic run
@@ -233,6 +240,34 @@ def judged_logs(spark):
     return judge
 
 
+@pytest.fixture
+def judged_reads(spark):
+    """isolation.uncommitted-offset-read of downstream reads (reader, offset, time) of the
+    pipeline's output partition, judged against its log rows alone."""
+
+    def judge(pipeline: Pipeline, reads: list[tuple[str, int, float]]) -> dict:
+        lines = spark.sparkContext.parallelize([json.dumps(row) for row in pipeline.rows])
+        log = spark.read.schema(SCHEMA_DDL).json(lines)
+        rows = producer_rows(log, offset_commits(log), INPUT_TOPIC, OUTPUT_TOPIC)
+        frame = spark.createDataFrame(
+            [(reader, OUT_PARTITION, offset, offset, time) for reader, offset, time in reads],
+            "reader string, partition int, offset long, id long, time double",
+        )
+        found = tally(uncommitted_offset_findings(frame, rows), 5)
+        return result(CATALOGUE[UNCOMMITTED], found.get(UNCOMMITTED)).to_json()
+
+    return judge
+
+
+def _markers(pipeline: Pipeline) -> list[float]:
+    """When each marker of the output partition was written (seconds), in offset order."""
+    return [
+        json.loads(row["params"])["create_time"] / 1000
+        for row in pipeline.rows
+        if row["f"] == LOG_BATCH and json.loads(row["params"])["control"]
+    ]
+
+
 def _whole(n: int = 3) -> Pipeline:
     pipeline = Pipeline()
     pipeline.start_session()
@@ -352,3 +387,77 @@ def test_output_no_marker_closed_is_hanging_though_the_coordinator_completed_it(
     hanging = judged_logs(pipeline)[HANGING]
     assert (hanging["verdict"], hanging["counts"]) == ("FAIL", {"partition": 1})
     assert hanging["examples"][0]["hanging"].startswith("its batches in this partition")
+
+
+def test_reads_of_committed_output_after_its_marker_are_no_uncommitted_read(judged_reads):
+    pipeline = _whole(2)
+    first, second = _markers(pipeline)
+    reads = [("observer", OUTPUT_START + 3, first + 0.002), ("observer", OUTPUT_START + 12, second)]
+    assert judged_reads(pipeline, reads)["verdict"] == "PASS"
+
+
+def test_a_read_before_its_transactions_marker_was_written_is_an_uncommitted_read(judged_reads):
+    pipeline = _whole(2)
+    first, second = _markers(pipeline)
+    reads = [
+        ("observer", OUTPUT_START + 3, first + 0.5),
+        ("observer", OUTPUT_START + 12, second - 0.005),
+    ]
+    uncommitted = judged_reads(pipeline, reads)
+    assert (uncommitted["verdict"], uncommitted["counts"]) == ("FAIL", {"observer": 1})
+    [example] = uncommitted["examples"]
+    assert (example["offset"], example["txn_id"], example["producer_id"]) == (
+        OUTPUT_START + 12,
+        TXN_ID,
+        PRODUCER,
+    )
+    assert example["committed_at"] == pytest.approx(second)
+
+
+def test_a_read_of_output_no_marker_ever_closed_is_an_uncommitted_read(judged_reads):
+    pipeline = _whole(1)
+    pipeline.transaction(until="ongoing")
+    uncommitted = judged_reads(pipeline, [("observer", OUTPUT_START + 12, T0 + 60)])
+    assert (uncommitted["verdict"], uncommitted["count"]) == ("FAIL", 1)
+    assert "committed_at" not in uncommitted["examples"][0]  # no marker: no time
+
+
+def test_a_read_of_an_aborted_range_is_left_to_the_aborted_read_checks(judged_reads):
+    pipeline = _whole(1)
+    pipeline.transaction(fate="ABORT")
+    _, abort = _markers(pipeline)
+    assert judged_reads(pipeline, [("observer", OUTPUT_START + 12, abort - 0.005)])["verdict"] == (
+        "PASS"
+    )
+
+
+def test_an_aborted_offset_read_names_the_transaction_whose_abort_covers_it(spark):
+    pipeline = _whole(1)
+    pipeline.transaction(fate="ABORT")
+    lines = spark.sparkContext.parallelize([json.dumps(row) for row in pipeline.rows])
+    log = spark.read.schema(SCHEMA_DDL).json(lines)
+    rows = producer_rows(log, offset_commits(log), INPUT_TOPIC, OUTPUT_TOPIC)
+    example = {"topic": OUTPUT_TOPIC, "partition": OUT_PARTITION, "offset": OUTPUT_START + 15}
+    input_example = {"topic": INPUT_TOPIC, "partition": OUT_PARTITION, "offset": OUTPUT_START}
+    name_transactions(rows, [example, input_example], OUTPUT_TOPIC)
+    assert (example["txn_id"], example["producer_id"], example["txn_fate"]) == (
+        TXN_ID,
+        PRODUCER,
+        "ABORT",
+    )
+    assert "txn_id" not in input_example
+
+
+def test_batch_headers_without_the_coordinators_states_judge_reads_and_state_no_table(
+    spark, synthetic_run, tmp_path
+):
+    """A run whose coordinators' log could not be read: its reads are still placed in the
+    output's ranges, and no transaction table (nor a client/log agreement) is made up."""
+    run_dir = shutil.copytree(synthetic_run, tmp_path / "run")
+    rows = [row for row in _whole(2).rows if row["f"] != TXN_STATE]
+    log = run_dir / HISTORY_DIR / f"{LOG_BATCHES}.jsonl"
+    log.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    verdict = check_run(spark, run_dir, lineage=False)
+    assert verdict["checks"][UNCOMMITTED]["verdict"] == "PASS"
+    assert {TORN, OLDER_EPOCH, HANGING} <= set(verdict["not_applicable"])
+    assert "from_logs" not in verdict["stats"]["transactions"]

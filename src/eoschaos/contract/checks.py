@@ -209,6 +209,17 @@ INCONSISTENT_OFFSETS = CheckSpec(
     "leader election",
     plants=("inconsistent_offsets",),
 )
+UNCOMMITTED_OFFSET_READ = CheckSpec(
+    "isolation.uncommitted-offset-read",
+    "A reader that must see only committed data returned an output record before the "
+    "marker that committed its transaction in that partition was written, or one no marker "
+    "ever closed: it read past the last stable offset. Judged by the record's offset against "
+    "the brokers' logs (batch ranges and marker times), for any transactional pipeline.",
+    Pass.LOG_TRANSACTIONS,
+    (Evidence.TRANSACTIONS, Evidence.BATCH_HEADERS),
+    look="the read's time against its transaction's marker: a reader configured "
+    "read_uncommitted, or a broker that served records above the last stable offset",
+)
 ZOMBIE_WRITE = CheckSpec(
     "fencing.zombie-write",
     "A transaction of an older owner (lower group generation) of an input partition "
@@ -326,6 +337,7 @@ CATALOGUE: dict[str, CheckSpec] = {
         ORDER,
         INCONSISTENT_OFFSETS,
         ABORTED_OFFSET_READ,
+        UNCOMMITTED_OFFSET_READ,
         ZOMBIE_WRITE,
         STALE_COMMIT,
         OLDER_EPOCH_COMMIT,
