@@ -34,7 +34,7 @@ import functools
 import operator
 from typing import Any
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from eoschaos.checkers.census import Census
@@ -46,8 +46,6 @@ from eoschaos.checkers.log_transactions import (
     COMMIT,
     COMMITTING,
     OPEN,
-    output_pieces,
-    unmarked_output,
 )
 from eoschaos.contract.checks import (
     HANGING_TRANSACTION,
@@ -58,6 +56,15 @@ from eoschaos.contract.checks import (
 from eoschaos.contract.history import FINAL_SCANS
 
 BUCKET = 1024  # offsets per bucket of the reads' range join: a read meets its bucket's ranges
+
+
+def _transaction() -> dict[str, Column]:
+    """The example fields that name a transaction, as every row here carries them."""
+    return {
+        "txn_id": F.col("txn_id"),
+        "producer_id": F.col("producer_id"),
+        "producer_epoch": F.col("epoch"),
+    }
 
 
 def torn_findings(txns: DataFrame, output_is_copies: bool) -> DataFrame:
@@ -84,9 +91,7 @@ def torn_findings(txns: DataFrame, output_is_copies: bool) -> DataFrame:
             TORN_TRANSACTION.name,
             F.col("began"),
             F.col("txn_id"),
-            txn_id=F.col("txn_id"),
-            producer_id=F.col("producer_id"),
-            producer_epoch=F.col("epoch"),
+            **_transaction(),
             began=F.col("began"),
             completed=F.col("completed"),
             fate=F.col("fate"),
@@ -107,9 +112,7 @@ def older_epoch_findings(txns: DataFrame) -> DataFrame:
             OLDER_EPOCH_COMMIT.name,
             F.col("prepared_ms") / 1000,
             F.col("txn_id"),
-            txn_id=F.col("txn_id"),
-            producer_id=F.col("producer_id"),
-            producer_epoch=F.col("epoch"),
+            **_transaction(),
             began=F.col("began"),
             prepared=F.col("prepared_ms") / 1000,
             newer_epoch=F.col("session_epoch"),
@@ -118,9 +121,10 @@ def older_epoch_findings(txns: DataFrame) -> DataFrame:
     )
 
 
-def hanging_findings(txns: DataFrame, rows: DataFrame) -> DataFrame:
+def hanging_findings(txns: DataFrame, pieces: DataFrame) -> DataFrame:
     """One anomaly row per transaction the coordinator left unfinished (sub-count
-    "coordinator") and per partition's output no marker closed ("partition")."""
+    "coordinator") and per partition's output no marker closed ("partition": Kafka's hanging
+    transaction, KIP-664), from the output's pieces (`output_pieces`)."""
     unfinished = explode_findings(
         txns,
         finding(
@@ -128,9 +132,7 @@ def hanging_findings(txns: DataFrame, rows: DataFrame) -> DataFrame:
             HANGING_TRANSACTION.name,
             F.col("began"),
             "coordinator",
-            txn_id=F.col("txn_id"),
-            producer_id=F.col("producer_id"),
-            producer_epoch=F.col("epoch"),
+            **_transaction(),
             began=F.col("began"),
             partitions=F.col("partitions"),
             hanging=F.when(F.col("fate") == OPEN, "the coordinator never decided it")
@@ -139,15 +141,13 @@ def hanging_findings(txns: DataFrame, rows: DataFrame) -> DataFrame:
         ),
     )
     unmarked = explode_findings(
-        unmarked_output(rows),
+        pieces.filter(F.col("fate") == OPEN),
         finding(
             F.lit(True),
             HANGING_TRANSACTION.name,
             F.col("first_time"),
             "partition",
-            txn_id=F.col("txn_id"),
-            producer_id=F.col("producer_id"),
-            producer_epoch=F.col("epoch"),
+            **_transaction(),
             began=F.col("first_time"),
             partition=F.col("partition"),
             first_offset=F.col("first_offset"),
@@ -170,21 +170,19 @@ def downstream_reads(history: History, census: Census, topic: str) -> DataFrame:
     )
 
 
-def uncommitted_offset_findings(reads: DataFrame, rows: DataFrame) -> DataFrame:
+def uncommitted_offset_findings(reads: DataFrame, pieces: DataFrame) -> DataFrame:
     """One anomaly row per read of `reads` (downstream readers' reads of the output: reader,
     partition, offset, id, time) of a record its transaction had not committed by then, per
-    the output's ranges and markers in `rows` (`producer_rows`); sub-counts per reader."""
-    ranges = (
-        output_pieces(rows)
-        .filter(F.col("fate") != ABORT)  # a read of an aborted record: aborted-offset-read
-        .withColumn(
-            "bucket",
-            F.explode(
-                F.sequence(
-                    F.floor(F.col("first_offset") / BUCKET), F.floor(F.col("last_offset") / BUCKET)
-                )
-            ),
-        )
+    the output's ranges and markers (`output_pieces`); sub-counts per reader."""
+    ranges = pieces.filter(
+        F.col("fate") != ABORT
+    ).withColumn(  # a read of an aborted record: aborted-offset-read
+        "bucket",
+        F.explode(
+            F.sequence(
+                F.floor(F.col("first_offset") / BUCKET), F.floor(F.col("last_offset") / BUCKET)
+            )
+        ),
     )
     placed = reads.withColumn("bucket", F.floor(F.col("offset") / BUCKET)).join(
         F.broadcast(ranges), ["partition", "bucket"]
@@ -204,17 +202,16 @@ def uncommitted_offset_findings(reads: DataFrame, rows: DataFrame) -> DataFrame:
             id=F.col("id"),
             read_at=F.col("time"),
             committed_at=F.col("marker_ms") / 1000,
-            txn_id=F.col("txn_id"),
-            producer_id=F.col("producer_id"),
-            producer_epoch=F.col("epoch"),
+            **_transaction(),
         ),
     )
 
 
-def name_transactions(rows: DataFrame, examples: list[dict[str, Any]], topic: str) -> None:
+def name_transactions(pieces: DataFrame, examples: list[dict[str, Any]], topic: str) -> None:
     """Add to each example of a record of `topic` (its `partition` and `offset`) the
-    transaction that wrote it, per the logs (`producer_rows`): transactional id, producer id,
-    epoch and the fate its marker gave it. Collects only the ranges holding the examples."""
+    transaction that wrote it, per the output's pieces (`output_pieces`): transactional id,
+    producer id, epoch and the fate its marker gave it. Collects only the ranges holding the
+    examples."""
     wanted = [e for e in examples if e.get("topic") == topic and "offset" in e]
     if not wanted:
         return
@@ -223,7 +220,7 @@ def name_transactions(rows: DataFrame, examples: list[dict[str, Any]], topic: st
         & F.lit(e["offset"]).between(F.col("first_offset"), F.col("last_offset"))
         for e in wanted
     ]
-    ranges = output_pieces(rows).filter(functools.reduce(operator.or_, holds)).collect()
+    ranges = pieces.filter(functools.reduce(operator.or_, holds)).collect()
     for example in wanted:
         for piece in ranges:
             if piece["partition"] == example["partition"] and (

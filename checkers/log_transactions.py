@@ -287,7 +287,9 @@ def _data_pieces(rows: DataFrame) -> DataFrame:
 def output_pieces(rows: DataFrame) -> DataFrame:
     """Each producer's output per partition and marker (`_data_pieces`, from `producer_rows`),
     flat: producer id, the transactional id it ran under, epoch, first batch time, marker
-    time (ms; null with no marker), partition, offset range, records and fate."""
+    time (ms; null with no marker), partition, offset range, records and fate (OPEN: no
+    marker closed it). The checks of reads and of hanging output, and the examples' names,
+    read it; the verdict caches it once for all of them."""
     ids = (
         rows.filter(F.col("f") == TXN_STATE)
         .groupBy("producer_id")
@@ -298,12 +300,6 @@ def output_pieces(rows: DataFrame) -> DataFrame:
         .join(F.broadcast(ids), "producer_id", "left")
         .select("producer_id", "txn_id", "epoch", "first_time", "marker_ms", "output.*")
     )
-
-
-def unmarked_output(rows: DataFrame) -> DataFrame:
-    """The output a producer wrote in a partition after its last marker there: transactional
-    batches that no COMMIT or ABORT ever closed (Kafka's "hanging transaction", KIP-664)."""
-    return output_pieces(rows).filter(F.col("fate") == OPEN)
 
 
 def _attributed(pieces: DataFrame, txns: DataFrame) -> DataFrame:

@@ -34,7 +34,7 @@ from eoschaos.checkers.log_findings import (
     torn_findings,
     uncommitted_offset_findings,
 )
-from eoschaos.checkers.log_transactions import offset_commits, producer_rows
+from eoschaos.checkers.log_transactions import offset_commits, output_pieces, producer_rows
 from eoschaos.checkers.log_transactions import transaction_table as log_transaction_table
 from eoschaos.checkers.offset_commits import offset_commit_findings
 from eoschaos.checkers.raw_records import attach_raw_records
@@ -113,9 +113,10 @@ def _judge(
     commits = offset_commits(log)  # read once, by both passes over the coordinators' logs
     if Pass.OFFSET_COMMITS in passes:
         parts.append(offset_commit_findings(commits))
-    log_txns = log_rows = None
+    log_txns = log_rows = pieces = None
     if Pass.LOG_TRANSACTIONS in passes:
         log_rows = producer_rows(log, commits, history.input_topic, history.output_topic).cache()
+        pieces = output_pieces(log_rows).cache()  # read by up to three plans below
         # The transactions need the coordinators' states; without them (runs recorded
         # before they were) there is no table, and no agreement to state
         if census.log_rows.get(TXN_STATE):
@@ -125,10 +126,10 @@ def _judge(
                 copies = Capabilities.of_manifest(history.manifest).output_is_copies
                 parts.append(torn_findings(log_txns, copies))
             parts.append(older_epoch_findings(log_txns))
-            parts.append(hanging_findings(log_txns, log_rows))
+            parts.append(hanging_findings(log_txns, pieces))
         if UNCOMMITTED_OFFSET_READ.name in applicable:
             reads = downstream_reads(history, census, history.output_topic)
-            parts.append(uncommitted_offset_findings(reads, log_rows))
+            parts.append(uncommitted_offset_findings(reads, pieces))
     # Each pass's findings, the timeline, the log transactions' stats and the lineage of the
     # whole history read the cached tables and not each other's results: side by side.
     run_timeline, log_stats, whole_lineage, *tallied = concurrently(
@@ -140,13 +141,12 @@ def _judge(
     )
     tallies = {name: found for part in tallied for name, found in part.items()}
     txn_stats.update(log_stats)
-    if log_rows is not None and ABORTED_OFFSET_READ.name in tallies:
+    if pieces is not None and ABORTED_OFFSET_READ.name in tallies:
         examples = tallies[ABORTED_OFFSET_READ.name].examples
-        name_transactions(log_rows, examples, history.output_topic)
-    if log_txns is not None:
-        log_txns.unpersist()
-    if log_rows is not None:
-        log_rows.unpersist()
+        name_transactions(pieces, examples, history.output_topic)
+    for cached in (log_txns, pieces, log_rows):
+        if cached is not None:
+            cached.unpersist()
     if txns is not None:
         txns.unpersist()
         txn_reads.unpersist()

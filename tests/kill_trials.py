@@ -43,6 +43,7 @@ from listening import (
     listening_addresses,
     listening_sockets,
     socket_owners,
+    stat_fields,
 )
 
 from eoschaos.clusters.container_runtime import detect_runtime
@@ -569,7 +570,7 @@ def processes_of(run_dir: Path) -> list[str]:
             cmdline = (proc / "cmdline").read_bytes()
             named = needle in cmdline or needle in (proc / "environ").read_bytes()
             named = named or os.readlink(proc / "cwd").encode().startswith(needle)
-            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            state = stat_fields(proc.name)[0]
         except OSError:
             continue
         if named and state != "Z":
@@ -613,7 +614,7 @@ def _port(address: str) -> int:
 def _identity(pid: int) -> tuple[int, str] | None:
     """(pid, start time): a pid is reused, the pair is not."""
     try:
-        return pid, (Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+        return pid, stat_fields(pid)[19]
     except (OSError, IndexError):
         return None
 
@@ -622,11 +623,12 @@ def _top_of(pid: int | None) -> tuple[int, str] | None:
     """The identity of `pid`'s topmost ancestor below init (itself if init is its parent)."""
     while pid is not None:
         try:
-            parent = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            fields = stat_fields(pid)
+            parent = int(fields[1])
         except (OSError, IndexError, ValueError):
             return None
         if parent <= 1:
-            return _identity(pid)
+            return pid, fields[19]
         pid = parent
     return None
 

@@ -83,15 +83,21 @@ def is_loopback(address: str) -> bool:
     return ipaddress.ip_address(address.rsplit(":", 1)[0]).is_loopback
 
 
+def stat_fields(pid: int | str) -> list[str]:
+    """The fields of /proc/PID/stat after the command name: state, ppid, ... (field 22,
+    the start time, is index 19). Raises OSError when the process is gone."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
 def descendants(pid: int) -> list[int]:
     """Every live process below `pid` (Spark's JVM runs under a launcher script)."""
     children: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
+    for proc in Path("/proc").glob("[0-9]*"):
         try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
+            fields = stat_fields(proc.name)
         except OSError:
             continue
-        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+        children.setdefault(int(fields[1]), []).append(int(proc.name))
     found, todo = [], [pid]
     while todo:
         for child in children.get(todo.pop(), []):

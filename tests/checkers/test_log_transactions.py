@@ -22,7 +22,12 @@ from eoschaos.checkers.log_findings import (
     torn_findings,
     uncommitted_offset_findings,
 )
-from eoschaos.checkers.log_transactions import offset_commits, producer_rows, transaction_table
+from eoschaos.checkers.log_transactions import (
+    offset_commits,
+    output_pieces,
+    producer_rows,
+    transaction_table,
+)
 from eoschaos.checkers.synthetic import GROUP, INPUT_TOPIC, OUTPUT_TOPIC, RunShape, write_synthetic
 from eoschaos.checkers.verdict import check_run
 from eoschaos.contract.checks import CATALOGUE
@@ -234,7 +239,7 @@ def judged_logs(spark):
         rows = producer_rows(log, offset_commits(log), INPUT_TOPIC, OUTPUT_TOPIC)
         table = transaction_table(rows, (INPUT_TOPIC, OUTPUT_TOPIC))
         findings = torn_findings(table, True).unionByName(older_epoch_findings(table))
-        found = tally(findings.unionByName(hanging_findings(table, rows)), 5)
+        found = tally(findings.unionByName(hanging_findings(table, output_pieces(rows))), 5)
         return {name: result(CATALOGUE[name], found.get(name)).to_json() for name in CHECKS}
 
     return judge
@@ -253,7 +258,7 @@ def judged_reads(spark):
             [(reader, OUT_PARTITION, offset, offset, time) for reader, offset, time in reads],
             "reader string, partition int, offset long, id long, time double",
         )
-        found = tally(uncommitted_offset_findings(frame, rows), 5)
+        found = tally(uncommitted_offset_findings(frame, output_pieces(rows)), 5)
         return result(CATALOGUE[UNCOMMITTED], found.get(UNCOMMITTED)).to_json()
 
     return judge
@@ -439,7 +444,7 @@ def test_an_aborted_offset_read_names_the_transaction_whose_abort_covers_it(spar
     rows = producer_rows(log, offset_commits(log), INPUT_TOPIC, OUTPUT_TOPIC)
     example = {"topic": OUTPUT_TOPIC, "partition": OUT_PARTITION, "offset": OUTPUT_START + 15}
     input_example = {"topic": INPUT_TOPIC, "partition": OUT_PARTITION, "offset": OUTPUT_START}
-    name_transactions(rows, [example, input_example], OUTPUT_TOPIC)
+    name_transactions(output_pieces(rows), [example, input_example], OUTPUT_TOPIC)
     assert (example["txn_id"], example["producer_id"], example["txn_fate"]) == (
         TXN_ID,
         PRODUCER,
