@@ -67,6 +67,12 @@ def _transaction() -> dict[str, Column]:
     }
 
 
+def _table_transaction() -> dict[str, Column]:
+    """The fields naming a transaction of the logs' table: `_transaction` and its number
+    among its id's transactions (`log_txn_seq`), which the lineage finds it by."""
+    return _transaction() | {"log_txn_seq": F.col("txn_seq")}
+
+
 def torn_findings(txns: DataFrame, output_is_copies: bool) -> DataFrame:
     """One anomaly row per torn transaction of the logs' table, with what tore it."""
     committed = F.col("fate").isin(COMMIT, COMMITTING)
@@ -91,7 +97,7 @@ def torn_findings(txns: DataFrame, output_is_copies: bool) -> DataFrame:
             TORN_TRANSACTION.name,
             F.col("began"),
             F.col("txn_id"),
-            **_transaction(),
+            **_table_transaction(),
             began=F.col("began"),
             completed=F.col("completed"),
             fate=F.col("fate"),
@@ -112,7 +118,7 @@ def older_epoch_findings(txns: DataFrame) -> DataFrame:
             OLDER_EPOCH_COMMIT.name,
             F.col("prepared_ms") / 1000,
             F.col("txn_id"),
-            **_transaction(),
+            **_table_transaction(),
             began=F.col("began"),
             prepared=F.col("prepared_ms") / 1000,
             newer_epoch=F.col("session_epoch"),
@@ -132,7 +138,7 @@ def hanging_findings(txns: DataFrame, pieces: DataFrame) -> DataFrame:
             HANGING_TRANSACTION.name,
             F.col("began"),
             "coordinator",
-            **_transaction(),
+            **_table_transaction(),
             began=F.col("began"),
             partitions=F.col("partitions"),
             hanging=F.when(F.col("fate") == OPEN, "the coordinator never decided it")

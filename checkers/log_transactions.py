@@ -88,7 +88,9 @@ def offset_commits(log: DataFrame) -> DataFrame:
     effect in the coordinator's log (a transactional one at its marker), `fate` COMMIT for a
     plain commit or one its COMMIT marker resolved, ABORT, or OPEN; `advanced` how far it
     moved its group's committed offset of the partition, in the order the commits took
-    effect (null for the first, and for one that did not take effect)."""
+    effect (null for the first, and for one that did not take effect); `previous` the
+    group's committed offset just before it took effect (or was aborted or left open): the
+    commit consumed the input from `previous` up to its own offset (null: from the start)."""
     commits = (
         log.filter(F.col("f") == OFFSET_COMMIT)
         .select("topic", "partition", "offset", "time", F.from_json("params", _PARAMS).alias("p"))
@@ -114,7 +116,9 @@ def offset_commits(log: DataFrame) -> DataFrame:
     before = F.last(F.when(took_effect, F.col("offset")), ignorenulls=True).over(
         chain.rowsBetween(Window.unboundedPreceding, -1)
     )
-    return commits.withColumn("advanced", F.when(took_effect, F.col("offset") - before))
+    return commits.withColumn("previous", before).withColumn(
+        "advanced", F.when(took_effect, F.col("offset") - F.col("previous"))
+    )
 
 
 def producer_rows(
@@ -131,7 +135,7 @@ def producer_rows(
         F.lit(OFFSET_COMMIT).alias("f"),
         "producer_id",
         "marker_ms",
-        F.struct("group", "partition", "offset", "advanced", "fate").alias("commit"),
+        F.struct("group", "partition", "offset", "previous", "advanced", "fate").alias("commit"),
         "fate",
         "advanced",
     )

@@ -144,7 +144,7 @@ def _judge(
     if pieces is not None and ABORTED_OFFSET_READ.name in tallies:
         examples = tallies[ABORTED_OFFSET_READ.name].examples
         name_transactions(pieces, examples, history.output_topic)
-    for cached in (log_txns, pieces, log_rows):
+    for cached in (pieces, log_rows):
         if cached is not None:
             cached.unpersist()
     if txns is not None:
@@ -166,8 +166,14 @@ def _judge(
     forensics, run_lineage = concurrently(
         spark,
         lambda: forensics_section(history, checks),
-        lambda: lineage_section(history, checks, whole=whole_lineage) if lineage else None,
+        lambda: (
+            lineage_section(history, checks, whole=whole_lineage, log_txns=log_txns)
+            if lineage
+            else None
+        ),
     )
+    if log_txns is not None:
+        log_txns.unpersist()
     unfinished = _unfinished(census)
     verdict = {
         "verdict": _overall(checks, unfinished),

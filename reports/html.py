@@ -596,6 +596,7 @@ def _lineage(verdict: dict) -> str:
             parts.append(
                 f'<h4 id="{anchor}">{esc(_text(anomaly.get("title")))}</h4>'
                 + lineage_drawing(anomaly, index)
+                + _from_logs(anomaly)
                 + (
                     f"<p class='muted'>Not drawn (farther from the anomaly): {esc(hidden)}.</p>"
                     if hidden
@@ -603,6 +604,15 @@ def _lineage(verdict: dict) -> str:
                 )
             )
     return "".join(parts)
+
+
+def _from_logs(anomaly: dict) -> str:
+    """The anomaly's transactions in words, as the brokers' logs name them."""
+    words = [_text(line) for line in _list(anomaly.get("from_logs"))]
+    if not words:
+        return ""
+    items = "".join(f"<li>{esc(line)}</li>" for line in words)
+    return f"<p>Per the brokers' logs:</p><ul class='from-logs'>{items}</ul>"
 
 
 def _cycles(cycles: dict) -> str:

@@ -53,6 +53,11 @@ def lineage() -> dict:
                     },
                 ],
                 "omitted": {"read": 3},
+                "from_logs": [
+                    "input id 2 at p0@1 was consumed by transaction #1 of kip447-0 (producer "
+                    "7, epoch 0, COMMIT) and transaction #4 of kip447-2 (producer 9, epoch 0, "
+                    "COMMIT)"
+                ],
             }
         ],
         "cycles": {
@@ -214,6 +219,7 @@ def hostile() -> dict:
     anomaly["nodes"][0] |= {"label": BREAKOUT, "detail": SCRIPT, "type": BREAKOUT}
     anomaly["nodes"][1] |= {"id": BREAKOUT, "label": SCRIPT}
     anomaly["edges"][0] |= {"target": BREAKOUT, "type": SCRIPT}
+    anomaly["from_logs"] = [SCRIPT, BREAKOUT]
     data["lineage"]["cycles"]["examples"][0]["cycle"] = [SCRIPT]
     data["forensics"] = {
         "recorded": True,
@@ -410,6 +416,12 @@ def test_each_anomaly_is_drawn_with_its_anomalous_nodes_outlined():
     assert document.count('<g class="node">') == 3
     assert document.count('<path class="edge"') == 5
     assert "Not drawn (farther from the anomaly): 3 read." in document
+
+
+def test_an_anomaly_says_in_words_which_transactions_the_logs_name():
+    document = render_report(verdict("FAIL"))
+    words = document[document.index("Per the brokers' logs:") :]
+    assert "<li>input id 2 at p0@1 was consumed by transaction #1 of kip447-0" in words
 
 
 def test_cycles_are_reported_as_information_not_verdict():

@@ -596,6 +596,21 @@ def test_broker_log_forensics_explain_each_example_of_a_known_bad_mode(verdict_o
         assert example["pattern"], example
 
 
+@pytest.mark.parametrize("scenario", _scenarios(lambda s: set(s.must_fail) & set(FROM_THE_LOGS)))
+def test_each_anomaly_of_the_logs_checks_names_its_transactions_in_words(verdict_of, scenario):
+    """The lineage drawing of an example of each log check a known-bad mode must fail says,
+    from the brokers' logs alone, which transactions wrote or consumed its records (or what
+    the transaction it names did)."""
+    verdict = verdict_of(scenario)
+    wanted = set(BY_NAME[scenario].must_fail) & set(FROM_THE_LOGS)
+    drawn = [a for a in verdict["lineage"]["anomalies"] if a["check"] in wanted]
+    assert {a["check"] for a in drawn} == wanted
+    for anomaly in drawn:
+        words = " ".join(anomaly["from_logs"])
+        assert "transaction #" in words and "producer " in words, anomaly["from_logs"]
+        assert any(node["type"] == "txn" for node in anomaly["nodes"]), anomaly["title"]
+
+
 def history_events(run_dir: Path) -> list[dict[str, Any]]:
     return [
         json.loads(line)

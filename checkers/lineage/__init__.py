@@ -24,6 +24,8 @@ from eoschaos.checkers.lineage.subgraphs import anomaly_subgraphs
 MAX_ANOMALIES = 12  # anomaly subgraphs per verdict
 
 if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
     from eoschaos.checkers.history_io import History
     from eoschaos.contract.checks import CheckResult
 
@@ -34,12 +36,15 @@ def lineage_section(
     *,
     max_anomalies: int = MAX_ANOMALIES,
     whole: dict | None = None,
+    log_txns: DataFrame | None = None,
 ) -> dict:
     """The verdict's "lineage": whole-history graph stats, anomaly subgraphs, G0/G1c cycles.
-    `whole`: history_lineage(history), when the caller computed it already."""
+    `whole`: history_lineage(history), when the caller computed it already; `log_txns`: the
+    logs' transaction table, which names the transactions around each anomaly for any
+    pipeline (eoschaos.checkers.lineage.from_logs)."""
     whole = whole if whole is not None else history_lineage(history)
     anomalies = anomaly_subgraphs(
-        history, checks, history.input_topic, history.output_topic, max_anomalies
+        history, checks, history.input_topic, history.output_topic, max_anomalies, log_txns
     )
     return {"stats": whole["stats"], "anomalies": anomalies, "cycles": whole["cycles"]}
 

@@ -15,6 +15,13 @@ import networkx as nx
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from eoschaos.checkers.lineage.from_logs import (
+    Around,
+    LogTransactions,
+    LogTxn,
+    add_log_transactions,
+    explain,
+)
 from eoschaos.checkers.lineage.keys import TXN_KEY_FIELDS, txn_key, txn_of
 from eoschaos.contract.checks import CATALOGUE, DUPLICATE, PHANTOM, CheckResult
 from eoschaos.contract.history import FINAL_COMMITTED
@@ -34,6 +41,7 @@ def anomaly_subgraphs(
     input_topic: str,
     output_topic: str,
     max_anomalies: int,
+    log_txns: DataFrame | None = None,
 ) -> list[dict[str, Any]]:
     """One small lineage graph per example of a failing check, anomalous nodes marked.
 
@@ -43,8 +51,14 @@ def anomaly_subgraphs(
     Fetched with one query per table for all examples together. Examples that name no record
     or transaction (liveness: a partition's end offsets, an open transactional.id) have no
     lineage and are not drawn.
+
+    With the logs' transaction table (`log_txns`), each example also says in words which of
+    its transactions consumed and wrote its records, per the brokers' logs; a graph with no
+    transaction from a client history shows the logs' transactions instead, and an example
+    naming a transaction of the table (a torn or hanging one) is drawn with its ranges.
     """
-    examples = drawable_examples(checks, input_topic, output_topic)[:max_anomalies]
+    with_logs = log_txns is not None
+    examples = drawable_examples(checks, input_topic, output_topic, with_logs)[:max_anomalies]
     if not examples:
         return []
     keys = [key for _, _, key in examples]
@@ -62,34 +76,65 @@ def anomaly_subgraphs(
     send_rows = _rows_of(history.kind("send"), ids=all_ids)
     txn_rows = _rows_of(history.kind("txn"), txns=all_txns)
 
-    anomalies = []
-    for name, index, key in examples:
+    graphs = []
+    for _, _, key in examples:
         own = [row for row in read_rows if key.matches(row)]
         ids = {row["id"] for row in own} | {key.id}
         rows = [row for row in read_rows if row["id"] in ids or key.matches(row)]
         txns = {txn_of(row) for row in rows} | {key.txn}
-        graph = lineage_graph(
-            rows,
-            [row for row in send_rows if row["id"] in ids],
-            [row for row in txn_rows if txn_of(row) in txns],
-            input_topic,
-            output_topic,
+        graphs.append(
+            lineage_graph(
+                rows,
+                [row for row in send_rows if row["id"] in ids],
+                [row for row in txn_rows if txn_of(row) in txns],
+                input_topic,
+                output_topic,
+            )
         )
+    found = (
+        LogTransactions.around(
+            log_txns,
+            [_around(graph, key) for graph, (_, _, key) in zip(graphs, examples, strict=True)],
+        )
+        if with_logs
+        else LogTransactions()
+    )
+    anomalies = []
+    for graph, (name, index, key) in zip(graphs, examples, strict=True):
+        if not any(data["type"] == "txn" for _, data in graph.nodes(data=True)):
+            add_log_transactions(graph, found, key.log_txn)
         marked = anomalous_nodes(name, key, graph, output_topic)
         nx.set_node_attributes(graph, {node: node in marked for node in graph}, "anomalous")
-        anomalies.append(
-            {"check": name, "example": index, "title": f"{name}: {key.describe()}"}
-            | serialize(graph, marked)
-        )
+        drawing = serialize(graph, marked)
+        anomaly = {"check": name, "example": index, "title": f"{name}: {key.describe()}"}
+        if with_logs:
+            shown = [node["id"] for node in drawing["nodes"]]
+            anomaly["from_logs"] = explain(graph, shown, found, key.log_txn)
+        anomalies.append(anomaly | drawing)
     return anomalies
 
 
+def _around(graph: nx.DiGraph, key: ExampleKeys) -> Around:
+    """The records and transaction an example's graph asks the logs about."""
+    nodes = graph.nodes(data=True)
+    return Around(
+        inputs=frozenset(
+            tuple(place)
+            for _, data in nodes
+            if data["type"] == "input"
+            for place in data["positions"]
+        ),
+        outputs=frozenset(data["position"] for _, data in nodes if data["type"] == "output"),
+        txns=frozenset([key.log_txn] if key.log_txn is not None else []),
+    )
+
+
 def drawable_examples(
-    checks: dict[str, CheckResult], input_topic: str, output_topic: str
+    checks: dict[str, CheckResult], input_topic: str, output_topic: str, with_logs: bool = False
 ) -> list[tuple[str, int, ExampleKeys]]:
     """(check, example index, keys) of failing checks' examples that name a record or
-    transaction, round-robin over the checks: every failing check is drawn once before any
-    is drawn twice."""
+    transaction (one of the logs' only `with_logs`), round-robin over the checks: every
+    failing check is drawn once before any is drawn twice."""
     queues = []
     for name, check in checks.items():
         if not check.failed:
@@ -100,7 +145,13 @@ def drawable_examples(
             (name, index, ExampleKeys.of(example, topic))
             for index, example in enumerate(check.examples)
         ]
-        queues.append([entry for entry in keyed if entry[2].names_a_record])
+        queues.append(
+            [
+                entry
+                for entry in keyed
+                if entry[2].names_a_record or (with_logs and entry[2].log_txn is not None)
+            ]
+        )
     rounds = zip_longest(*queues)
     return [entry for round_ in rounds for entry in round_ if entry is not None]
 
@@ -113,6 +164,7 @@ class ExampleKeys:
     txn: tuple[int, int, int] | None  # instance, incarnation, txn_seq
     position: tuple[str, int, int] | None
     process: str | None
+    log_txn: LogTxn | None = None  # a transaction of the logs' table: producer id, number
 
     @classmethod
     def of(cls, example: dict, default_topic: str) -> ExampleKeys:
@@ -125,7 +177,9 @@ class ExampleKeys:
         parts = tuple(_as_int(example.get(name)) for name in TXN_KEY_FIELDS)
         txn = None if None in parts else parts
         reader = example.get("process") or example.get("reader")
-        return cls(id_, txn, position, reader if isinstance(reader, str) else None)
+        producer, seq = _as_int(example.get("producer_id")), _as_int(example.get("log_txn_seq"))
+        log_txn = None if producer is None or seq is None else (producer, seq)
+        return cls(id_, txn, position, reader if isinstance(reader, str) else None, log_txn)
 
     @property
     def txn_name(self) -> str | None:
@@ -151,6 +205,8 @@ class ExampleKeys:
         if self.position is not None:
             topic, partition, offset = self.position
             parts.append(f"{topic} p{partition}@{offset}")
+        if self.log_txn is not None:
+            parts.append(f"transaction #{self.log_txn[1]} of producer {self.log_txn[0]}")
         if self.process is not None:
             parts.append(f"by {self.process}")
         return ", ".join(parts) or "no record fields in the example"
@@ -233,7 +289,12 @@ def lineage_graph(
             continue
         output = f"out:{row['partition']}:{row['offset']}"
         if output not in graph:
-            graph.add_node(output, type="output", **_output_attributes(row))
+            graph.add_node(
+                output,
+                type="output",
+                position=(row["partition"], row["offset"]),
+                **_output_attributes(row),
+            )
         reader, repeat = f"read:{row['process']}:{row['partition']}:{row['offset']}", 1
         while reader in graph:  # the same reader read the record again: its own node
             repeat += 1
@@ -369,6 +430,8 @@ def anomalous_nodes(check: str, key: ExampleKeys, graph: nx.DiGraph, output_topi
     """
     family = check.split(".", 1)[0]
     txn = f"txn:{key.txn_name}" if key.txn_name is not None else None
+    if txn is None and key.log_txn is not None:
+        txn = "logtxn:{}.{}".format(*key.log_txn)
     inputs = {f"in:{key.id}"} if key.id is not None and check != PHANTOM.name else set()
     output, readers = None, set()
     if key.position is not None and key.position[0] == output_topic:
@@ -392,7 +455,8 @@ def anomalous_nodes(check: str, key: ExampleKeys, graph: nx.DiGraph, output_topi
     elif family == "fencing":
         marked = {txn}
     elif family == "delivery":
-        marked = inputs | {output}
+        # a check of a whole transaction (torn) names no record: the transaction
+        marked = inputs | {output} if inputs or output else {txn}
         if check in (DUPLICATE.name, PHANTOM.name):
             marked |= {
                 node

@@ -1,0 +1,240 @@
+"""The transactions around an anomaly, from the brokers' logs alone, for any pipeline.
+
+A client history names the transaction behind each output record only for our instrumented
+processors. The logs' transaction table (eoschaos.checkers.log_transactions) names it for any
+transactional pipeline: a transaction *consumed* an input record when one of its offset commits
+moved its group's committed offset of the record's partition past it (from the offset committed
+just before, up to its own), and it *wrote* an output record when one of its batch ranges holds
+the record's offset. So an anomaly's drawing can show input → transaction → output, and say in
+words which transactions consumed and produced each record, with no client history.
+
+Only the transactions around the examples reach Python: one filter over the table (it grows
+with transactions, not records) for every example together.
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import networkx as nx
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+Place = tuple[int, int]  # (partition, offset)
+LogTxn = tuple[int, int]  # (producer id, its transaction's number in its id's log)
+
+
+@dataclass(frozen=True)
+class Around:
+    """What one example's drawing asks the logs about: its input and output records'
+    places and the transactions it names."""
+
+    inputs: frozenset[Place] = frozenset()
+    outputs: frozenset[Place] = frozenset()
+    txns: frozenset[LogTxn] = frozenset()
+
+
+@dataclass
+class LogTransactions:
+    """The logs' transactions around some examples, as collected rows, each with its
+    offset commits (input ranges) and output ranges."""
+
+    rows: list[dict[str, Any]] = field(default_factory=list)
+
+    @classmethod
+    def around(cls, table: DataFrame, wanted: Iterable[Around]) -> LogTransactions:
+        """The table's transactions that consumed an input place, wrote an output place or are
+        named by any of `wanted`: one Spark job."""
+        inputs = {place for around in wanted for place in around.inputs}
+        outputs = {place for around in wanted for place in around.outputs}
+        txns = {txn for around in wanted for txn in around.txns}
+        conditions = []
+        if inputs:
+            conditions.append(F.exists("offsets", lambda c: _any_place(inputs, _consumes, c)))
+        if outputs:
+            conditions.append(F.exists("output", lambda piece: _any_place(outputs, _holds, piece)))
+        conditions += [
+            (F.col("producer_id") == producer) & (F.col("txn_seq") == seq) for producer, seq in txns
+        ]
+        if not conditions:
+            return cls()
+        found = table.where(functools.reduce(operator.or_, conditions)).collect()
+        return cls([row.asDict(recursive=True) for row in found])
+
+    def consumers(self, place: Place) -> list[dict[str, Any]]:
+        """The transactions whose offset commits consumed the input record at `place`."""
+        return [row for row in self.rows if any(_consumed(c, place) for c in row["offsets"])]
+
+    def writers(self, place: Place) -> list[dict[str, Any]]:
+        """The transactions whose output ranges hold the output record at `place`."""
+        return [row for row in self.rows if any(_held(piece, place) for piece in row["output"])]
+
+    def named(self, txn: LogTxn) -> dict[str, Any] | None:
+        return next((row for row in self.rows if log_txn_of(row) == txn), None)
+
+
+def log_txn_of(row: dict[str, Any]) -> LogTxn:
+    return (row["producer_id"], row["txn_seq"])
+
+
+def _any_place(places: set[Place], test, struct: Column) -> Column:
+    return functools.reduce(operator.or_, (test(struct, place) for place in sorted(places)))
+
+
+def _consumes(commit: Column, place: Place) -> Column:
+    partition, offset = place
+    after_previous = commit["previous"].isNull() | (commit["previous"] <= offset)
+    return (commit["partition"] == partition) & (commit["offset"] > offset) & after_previous
+
+
+def _holds(piece: Column, place: Place) -> Column:
+    partition, offset = place
+    inside = (piece["first_offset"] <= offset) & (piece["last_offset"] >= offset)
+    return (piece["partition"] == partition) & inside
+
+
+def _consumed(commit: dict[str, Any], place: Place) -> bool:
+    previous = commit.get("previous")
+    return (
+        commit["partition"] == place[0]
+        and commit["offset"] > place[1]
+        and (previous is None or previous <= place[1])
+    )
+
+
+def _held(piece: dict[str, Any], place: Place) -> bool:
+    partition, offset = place
+    return (
+        piece["partition"] == partition and piece["first_offset"] <= offset <= piece["last_offset"]
+    )
+
+
+# --- the graph and the words ------------------------------------------------------------------
+
+
+def node_of(row: dict[str, Any]) -> str:
+    producer, seq = log_txn_of(row)
+    return f"logtxn:{producer}.{seq}"
+
+
+def name_of(row: dict[str, Any]) -> str:
+    """A transaction in words: its id, number, producer id and epoch, and its fate."""
+    return (
+        f"transaction #{row['txn_seq']} of {row['txn_id']} (producer {row['producer_id']}, "
+        f"epoch {row['epoch']}, {row['fate']})"
+    )
+
+
+def _commit_text(commit: dict[str, Any]) -> str:
+    start = "the start" if commit.get("previous") is None else commit["previous"]
+    return f"p{commit['partition']} {start} → {commit['offset']} ({commit['fate']})"
+
+
+def _range_text(piece: dict[str, Any]) -> str:
+    return (
+        f"p{piece['partition']}@{piece['first_offset']}..{piece['last_offset']} "
+        f"({piece['records']} records, {piece['fate']})"
+    )
+
+
+def add_log_transactions(graph: nx.DiGraph, found: LogTransactions, named: LogTxn | None) -> None:
+    """Put the logs' transactions into an example's graph: input → transaction (consumed-by,
+    with the offsets it committed) → output (produced), replacing a direct input → output
+    edge the logs now explain; the named transaction with all its ranges."""
+    inputs = [(n, d) for n, d in graph.nodes(data=True) if d["type"] == "input"]
+    outputs = [(n, d) for n, d in graph.nodes(data=True) if d["type"] == "output"]
+    for node, data in inputs:
+        for place in data.get("positions") or []:
+            for row in found.consumers(tuple(place)):
+                _add_transaction(graph, row)
+                graph.add_edge(node, node_of(row), type="consumed-by")
+    for node, data in outputs:
+        for row in found.writers(data["position"]):
+            _add_transaction(graph, row)
+            graph.add_edge(node_of(row), node, type="produced")
+    row = found.named(named) if named is not None else None
+    if row is not None:
+        _add_transaction(graph, row)
+        for piece in row["output"]:
+            if not any(_held(piece, d["position"]) for _, d in outputs):
+                range_node = f"outrange:{piece['partition']}:{piece['first_offset']}"
+                graph.add_node(range_node, type="output", label=_range_text(piece), detail="")
+                graph.add_edge(node_of(row), range_node, type="produced")
+    explained = [
+        (source, target)
+        for source, target, kind in graph.edges(data="type")
+        if kind == "produced"
+        and graph.nodes[source]["type"] == "input"
+        and any(
+            graph.has_edge(source, txn) and graph.nodes[txn]["type"] == "txn"
+            for txn in graph.predecessors(target)
+        )
+    ]
+    graph.remove_edges_from(explained)
+
+
+def _add_transaction(graph: nx.DiGraph, row: dict[str, Any]) -> None:
+    node = node_of(row)
+    if node in graph:
+        return
+    graph.add_node(
+        node,
+        type="txn",
+        label=f"{row['txn_id']} #{row['txn_seq']} {row['fate']}",
+        detail=f"{name_of(row)}, from the brokers' logs; began {row.get('began')}, "
+        f"completed {row.get('completed')}",
+    )
+    for commit in row["offsets"]:
+        offsets = f"{node}:offsets:{commit['group']}:{commit['partition']}"
+        graph.add_node(
+            offsets,
+            type="offsets",
+            label=_commit_text(commit),
+            detail=f"{name_of(row)} committed group {commit['group']}'s input "
+            + _commit_text(commit),
+        )
+        graph.add_edge(node, offsets, type="committed-offsets")
+
+
+def explain(
+    graph: nx.DiGraph, shown: Iterable[str], found: LogTransactions, named: LogTxn | None
+) -> list[str]:
+    """In words, per the logs: which transactions consumed each shown input record and wrote
+    each shown output record, and what the named transaction did."""
+    words = []
+    for node in shown:
+        data = graph.nodes[node]
+        if data["type"] == "input":
+            for place in data.get("positions") or []:
+                consumers = found.consumers(tuple(place))
+                where = f"input id {data['id']} at p{place[0]}@{place[1]}"
+                words.append(
+                    f"{where} was consumed by {_names(consumers)}"
+                    if consumers
+                    else f"no transaction's offset commit in the logs consumed {where}"
+                )
+        elif data["type"] == "output" and "position" in data:
+            writers = found.writers(data["position"])
+            partition, offset = data["position"]
+            where = f"output p{partition}@{offset}" + (
+                f" (id {data['id']})" if data.get("id") is not None else ""
+            )
+            words.append(
+                f"{where} was written by {_names(writers)}"
+                if writers
+                else f"no transaction in the logs wrote {where}"
+            )
+    row = found.named(named) if named is not None else None
+    if row is not None:
+        commits = ", ".join(_commit_text(c) for c in row["offsets"]) or "no input offsets"
+        ranges = ", ".join(_range_text(p) for p in row["output"]) or "no output"
+        words.append(f"{name_of(row)} wrote {ranges} and committed {commits}")
+    return words
+
+
+def _names(rows: list[dict[str, Any]]) -> str:
+    return " and ".join(name_of(row) for row in sorted(rows, key=lambda r: r.get("began") or 0))
