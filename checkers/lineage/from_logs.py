@@ -8,24 +8,24 @@ just before, up to its own), and it *wrote* an output record when one of its bat
 the record's offset. So an anomaly's drawing can show input → transaction → output, and say in
 words which transactions consumed and produced each record, with no client history.
 
-Only the transactions around the examples reach Python: one filter over the table (it grows
+Only the transactions around the examples reach Python: one action over the table (it grows
 with transactions, not records) for every example together.
 """
 
 from __future__ import annotations
 
 import functools
-import operator
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import networkx as nx
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 Place = tuple[int, int]  # (partition, offset)
 LogTxn = tuple[int, int]  # (producer id, its transaction's number in its id's log)
+KEY = ["producer_id", "txn_seq"]  # a producer id serves one transactional id: unique
 
 
 @dataclass(frozen=True)
@@ -48,22 +48,36 @@ class LogTransactions:
     @classmethod
     def around(cls, table: DataFrame, wanted: Iterable[Around]) -> LogTransactions:
         """The table's transactions that consumed an input place, wrote an output place or are
-        named by any of `wanted`: one Spark job."""
-        inputs = {place for around in wanted for place in around.inputs}
-        outputs = {place for around in wanted for place in around.outputs}
-        txns = {txn for around in wanted for txn in around.txns}
-        conditions = []
+        named by any of `wanted`: one Spark action. The places (a transaction of a few hundred
+        records is a few hundred) are a broadcast side joined by partition, never one filter
+        expression per place."""
+        wanted = list(wanted)
+        spark = table.sparkSession
+        inputs = sorted({place for around in wanted for place in around.inputs})
+        outputs = sorted({place for around in wanted for place in around.outputs})
+        txns = sorted({txn for around in wanted for txn in around.txns})
+        hits = []
         if inputs:
-            conditions.append(F.exists("offsets", lambda c: _any_place(inputs, _consumes, c)))
+            commits = table.select(*KEY, F.explode("offsets").alias("c")).select(*KEY, "c.*")
+            places = spark.createDataFrame(inputs, "partition INT, place LONG")
+            consumed = (F.col("offset") > F.col("place")) & (
+                F.col("previous").isNull() | (F.col("previous") <= F.col("place"))
+            )
+            hits.append(commits.join(F.broadcast(places), "partition").where(consumed))
         if outputs:
-            conditions.append(F.exists("output", lambda piece: _any_place(outputs, _holds, piece)))
-        conditions += [
-            (F.col("producer_id") == producer) & (F.col("txn_seq") == seq) for producer, seq in txns
-        ]
-        if not conditions:
+            pieces = table.select(*KEY, F.explode("output").alias("o")).select(*KEY, "o.*")
+            places = spark.createDataFrame(outputs, "partition INT, place LONG")
+            held = F.col("place").between(F.col("first_offset"), F.col("last_offset"))
+            hits.append(pieces.join(F.broadcast(places), "partition").where(held))
+        if txns:
+            hits.append(spark.createDataFrame(txns, "producer_id LONG, txn_seq LONG"))
+        if not hits:
             return cls()
-        found = table.where(functools.reduce(operator.or_, conditions)).collect()
-        return cls([row.asDict(recursive=True) for row in found])
+        found = functools.reduce(
+            DataFrame.unionByName, (hit.select(*KEY).distinct() for hit in hits)
+        )
+        rows = table.join(F.broadcast(found.distinct()), KEY, "left_semi").collect()
+        return cls([row.asDict(recursive=True) for row in rows])
 
     def consumers(self, place: Place) -> list[dict[str, Any]]:
         """The transactions whose offset commits consumed the input record at `place`."""
@@ -79,22 +93,6 @@ class LogTransactions:
 
 def log_txn_of(row: dict[str, Any]) -> LogTxn:
     return (row["producer_id"], row["txn_seq"])
-
-
-def _any_place(places: set[Place], test, struct: Column) -> Column:
-    return functools.reduce(operator.or_, (test(struct, place) for place in sorted(places)))
-
-
-def _consumes(commit: Column, place: Place) -> Column:
-    partition, offset = place
-    after_previous = commit["previous"].isNull() | (commit["previous"] <= offset)
-    return (commit["partition"] == partition) & (commit["offset"] > offset) & after_previous
-
-
-def _holds(piece: Column, place: Place) -> Column:
-    partition, offset = place
-    inside = (piece["first_offset"] <= offset) & (piece["last_offset"] >= offset)
-    return (piece["partition"] == partition) & inside
 
 
 def _consumed(commit: dict[str, Any], place: Place) -> bool:

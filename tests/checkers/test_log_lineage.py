@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from eoschaos.checkers.history_io import History, load_history
-from eoschaos.checkers.lineage import lineage_section
+from eoschaos.checkers.lineage.from_logs import Around, LogTransactions, log_txn_of
+from eoschaos.checkers.lineage.subgraphs import anomaly_subgraphs
 from eoschaos.checkers.log_transactions import offset_commits, producer_rows, transaction_table
 from eoschaos.checkers.verdict import check_run
 from eoschaos.contract.checks import CheckResult
@@ -173,10 +174,11 @@ def log_txns(history: History):
     return transaction_table(rows, (INPUT, OUTPUT)).cache()
 
 
-def drawn(history: History, log_txns, check: str, example: dict) -> dict:
+def drawn(history: History, log_txns, check: str, example: dict) -> list[dict]:
+    """The anomaly drawings of one failing example (the section's, without its whole-history
+    parts)."""
     checks = {check: CheckResult("FAIL", 1, "", examples=[example])}
-    [anomaly] = lineage_section(history, checks, log_txns=log_txns)["anomalies"]
-    return anomaly
+    return anomaly_subgraphs(history, checks, INPUT, OUTPUT, 12, log_txns)
 
 
 def edges(anomaly: dict, kind: str) -> set[tuple[str, str]]:
@@ -184,7 +186,7 @@ def edges(anomaly: dict, kind: str) -> set[tuple[str, str]]:
 
 
 def test_an_input_consumed_by_two_transactions_is_drawn_through_both(history, log_txns):
-    anomaly = drawn(history, log_txns, "delivery.duplicate", {"id": 2, "copies": 2})
+    [anomaly] = drawn(history, log_txns, "delivery.duplicate", {"id": 2, "copies": 2})
     assert edges(anomaly, "consumed-by") == {("in:2", A1), ("in:2", B2)}
     assert edges(anomaly, "produced") == {(A1, "out:0:2"), (B2, "out:1:3")}
     offsets = {n["label"] for n in anomaly["nodes"] if n["type"] == "offsets"}
@@ -192,7 +194,8 @@ def test_an_input_consumed_by_two_transactions_is_drawn_through_both(history, lo
 
 
 def test_the_words_name_the_transactions_that_consumed_and_wrote_each_record(history, log_txns):
-    words = drawn(history, log_txns, "delivery.duplicate", {"id": 2, "copies": 2})["from_logs"]
+    [anomaly] = drawn(history, log_txns, "delivery.duplicate", {"id": 2, "copies": 2})
+    words = anomaly["from_logs"]
     a1 = "transaction #1 of copier-a (producer 100, epoch 0, COMMIT)"
     b2 = "transaction #2 of copier-b (producer 200, epoch 0, COMMIT)"
     assert f"input id 2 at p0@2 was consumed by {a1} and {b2}" in words
@@ -204,7 +207,7 @@ def test_a_transaction_whose_commit_went_backwards_consumed_nothing_by_the_logs(
     """copier-b #1 wrote copies of ids 0 and 1, but its commit (2, after the group's 4) says
     nothing of where it read from: it is drawn as their writer, never as their consumer, and
     its copy keeps the direct edge from the input whose id it carries."""
-    anomaly = drawn(history, log_txns, "delivery.duplicate", {"id": 0, "copies": 2})
+    [anomaly] = drawn(history, log_txns, "delivery.duplicate", {"id": 0, "copies": 2})
     assert edges(anomaly, "consumed-by") == {("in:0", A1)}
     assert edges(anomaly, "produced") == {(A1, "out:0:0"), (B1, "out:1:0"), ("in:0", "out:1:0")}
     assert B2 not in {node["id"] for node in anomaly["nodes"]}
@@ -212,7 +215,7 @@ def test_a_transaction_whose_commit_went_backwards_consumed_nothing_by_the_logs(
 
 def test_a_transaction_named_by_its_example_is_drawn_with_its_ranges_and_marked(history, log_txns):
     example = {"txn_id": "copier-b", "producer_id": 200, "producer_epoch": 0, "log_txn_seq": 2}
-    anomaly = drawn(history, log_txns, "delivery.torn-transaction", example)
+    [anomaly] = drawn(history, log_txns, "delivery.torn-transaction", example)
     marked = {node["id"] for node in anomaly["nodes"] if node["anomalous"]}
     assert marked == {B2}
     labels = {node["label"] for node in anomaly["nodes"]}
@@ -223,15 +226,22 @@ def test_a_transaction_named_by_its_example_is_drawn_with_its_ranges_and_marked(
     ]
 
 
+def test_the_transactions_around_thousands_of_records_are_found_in_one_query(log_txns):
+    """A drawing of a 200-record transaction asks about every record of it, and twelve
+    drawings about thousands."""
+    inputs = frozenset((0, offset) for offset in range(5000))
+    outputs = frozenset((1, offset) for offset in range(5000))
+    found = LogTransactions.around(log_txns, [Around(inputs=inputs), Around(outputs=outputs)])
+    assert sorted(log_txn_of(row) for row in found.rows) == [(100, 1), (200, 1), (200, 2)]
+
+
 def test_without_the_logs_table_a_transaction_only_example_is_not_drawn(history):
     example = {"txn_id": "copier-b", "producer_id": 200, "producer_epoch": 0, "log_txn_seq": 2}
-    checks = {"delivery.torn-transaction": CheckResult("FAIL", 1, "", examples=[example])}
-    assert lineage_section(history, checks)["anomalies"] == []
+    assert drawn(history, None, "delivery.torn-transaction", example) == []
 
 
 def test_without_the_logs_a_byo_duplicate_is_drawn_input_to_output_with_no_words(history):
-    checks = {"delivery.duplicate": CheckResult("FAIL", 1, "", examples=[{"id": 2}])}
-    [anomaly] = lineage_section(history, checks)["anomalies"]
+    [anomaly] = drawn(history, None, "delivery.duplicate", {"id": 2})
     assert edges(anomaly, "produced") == {("in:2", "out:0:2"), ("in:2", "out:1:3")}
     assert "from_logs" not in anomaly
 
