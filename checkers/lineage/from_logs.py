@@ -73,9 +73,7 @@ class LogTransactions:
             hits.append(spark.createDataFrame(txns, "producer_id LONG, txn_seq LONG"))
         if not hits:
             return cls()
-        found = functools.reduce(
-            DataFrame.unionByName, (hit.select(*KEY).distinct() for hit in hits)
-        )
+        found = functools.reduce(DataFrame.unionByName, (hit.select(*KEY) for hit in hits))
         rows = table.join(F.broadcast(found.distinct()), KEY, "left_semi").collect()
         return cls([row.asDict(recursive=True) for row in rows])
 
@@ -114,9 +112,14 @@ def _held(piece: dict[str, Any], place: Place) -> bool:
 # --- the graph and the words ------------------------------------------------------------------
 
 
-def node_of(row: dict[str, Any]) -> str:
-    producer, seq = log_txn_of(row)
+def txn_node(txn: LogTxn) -> str:
+    """A transaction of the logs' node name in a drawing."""
+    producer, seq = txn
     return f"logtxn:{producer}.{seq}"
+
+
+def node_of(row: dict[str, Any]) -> str:
+    return txn_node(log_txn_of(row))
 
 
 def name_of(row: dict[str, Any]) -> str:

@@ -21,6 +21,7 @@ from eoschaos.checkers.lineage.from_logs import (
     LogTxn,
     add_log_transactions,
     explain,
+    txn_node,
 )
 from eoschaos.checkers.lineage.keys import TXN_KEY_FIELDS, txn_key, txn_of
 from eoschaos.contract.checks import CATALOGUE, DUPLICATE, PHANTOM, CheckResult
@@ -431,7 +432,7 @@ def anomalous_nodes(check: str, key: ExampleKeys, graph: nx.DiGraph, output_topi
     family = check.split(".", 1)[0]
     txn = f"txn:{key.txn_name}" if key.txn_name is not None else None
     if txn is None and key.log_txn is not None:
-        txn = "logtxn:{}.{}".format(*key.log_txn)
+        txn = txn_node(key.log_txn)
     inputs = {f"in:{key.id}"} if key.id is not None and check != PHANTOM.name else set()
     output, readers = None, set()
     if key.position is not None and key.position[0] == output_topic:
