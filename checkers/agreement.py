@@ -1,45 +1,83 @@
 """Client and brokers on the same transactions: where our processors record their own history
 (kip447), the transactions rebuilt from the brokers' logs must agree with it.
 
-Per transactional id, the transactions the coordinator committed must be at least those whose
-commit call returned, and at most those plus the ones whose commit's outcome the client never
-learned (a timeout, a killed process). Any other count is a disagreement: a client that was
-told "committed" for a transaction the coordinator aborted or never saw, a broker that
-committed what no client asked for, or a bug in eoschaos' reading of either. It is reported
-in the verdict's statistics, never folded into a check's PASS: which side is wrong is for a
-reviewer to find out.
+Two grains. Per transactional id, the transactions the coordinator committed must be at least
+those whose commit call returned, and at most those plus the ones whose commit's outcome the
+client never learned (a timeout, a killed process). Per transaction, each output record the
+reference scan read names its client transaction in its headers and lies in one batch of the
+logs, which lies in one transaction of the coordinator: the two must pair one to one, with the
+same fate and, for a committed one, as many records as the client produced.
+
+Any other outcome is a disagreement: a client that was told "committed" for a transaction the
+coordinator aborted or never saw, a broker that committed what no client asked for, or a bug in
+eoschaos' reading of either. It is reported in the verdict's statistics, never folded into a
+check's PASS: which side is wrong is for a reviewer to find out.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from eoschaos.checkers.log_transactions import COMMIT, COMMITTING
+from eoschaos.checkers.transactions import TXN_KEY
+
+COMMITTED_FATES = (COMMIT, COMMITTING)
+# The kinds of disagreement, in the order a reviewer reads them.
+COMMITTED_COUNT = "committed-count"  # an id's committed transactions, counted on both sides
+FATE = "fate"  # a client transaction committed on one side and not on the other
+SPLIT = "split"  # one client transaction's records in several of the coordinator's
+SHARED = "shared"  # one coordinator transaction holding records of several client ones
+UNPLACED = "unplaced"  # a committed client transaction's records in no transaction of the logs
+RECORDS = "records"  # a committed pair whose logs hold another number of records
+KINDS = (COMMITTED_COUNT, FATE, SPLIT, SHARED, UNPLACED, RECORDS)
+_PLACED = "placed"  # not a disagreement: a client transaction whose records were compared
 
 
-def agreement(client_txns: DataFrame, log_txns: DataFrame, max_examples: int) -> dict[str, Any]:
-    """How many transactional ids both sides know, and those whose committed counts disagree
-    (the first `max_examples`, with both sides' counts)."""
+def agreement(
+    client_txns: DataFrame,
+    log_txns: DataFrame,
+    reads: DataFrame,
+    batches: DataFrame,
+    max_examples: int,
+) -> dict[str, Any]:
+    """Both grains: how many transactional ids and client transactions were compared, how many
+    disagreements of each kind, and the first `max_examples` of them (each with its `kind`).
+
+    `reads`: the reference scan's reads of the output that carry a client transaction (its
+    key, partition, offset). `batches`: the logs' transactional data batches of the output
+    (producer id, partition, offset, last offset)."""
+    ids, by_id = _by_transactional_id(client_txns, log_txns)
+    found = _by_transaction(client_txns, log_txns, reads, batches, max_examples)
+    placed = found.pop(_PLACED, {"count": 0})["count"]
+    counts = {COMMITTED_COUNT: len(by_id)} | {kind: row["count"] for kind, row in found.items()}
+    examples = [{"kind": COMMITTED_COUNT, **row} for row in by_id]
+    for kind in KINDS:
+        examples += found.get(kind, {}).get("examples", [])
+    return {
+        "transactional_ids": ids,
+        "transactions": placed,
+        "counts": {kind: counts[kind] for kind in KINDS if counts.get(kind)},
+        "disagreements": examples[:max_examples],
+    }
+
+
+def _by_transactional_id(client_txns: DataFrame, log_txns: DataFrame) -> tuple[int, list[dict]]:
+    """How many transactional ids both sides know, and those whose committed counts disagree,
+    with both sides' counts (one job, a row per id)."""
     client = (
         client_txns.filter(F.col("txn_seq").isNotNull() & F.col("txn_id").isNotNull())
         .groupBy("txn_id")
         .agg(
             F.count(F.col("committed_at")).alias("client_committed"),
-            F.count(
-                F.when(
-                    F.col("commit_invoked").isNotNull()
-                    & F.col("committed_at").isNull()
-                    & ~F.col("aborted"),
-                    1,
-                )
-            ).alias("client_unknown"),
+            F.count(F.when(_unknown(), 1)).alias("client_unknown"),
         )
     )
     logs = log_txns.groupBy("txn_id").agg(
-        F.count(F.when(F.col("fate").isin(COMMIT, COMMITTING), 1)).alias("log_committed")
+        F.count(F.when(F.col("fate").isin(*COMMITTED_FATES), 1)).alias("log_committed")
     )
     counts = ["client_committed", "client_unknown", "log_committed"]
     rows = [
@@ -53,4 +91,144 @@ def agreement(client_txns: DataFrame, log_txns: DataFrame, max_examples: int) ->
         <= row["log_committed"]
         <= row["client_committed"] + row["client_unknown"]
     ]
-    return {"transactional_ids": len(rows), "disagreements": disagree[:max_examples]}
+    return len(rows), disagree
+
+
+def _unknown() -> Column:
+    """A client transaction whose commit was called and whose outcome it never learned."""
+    return F.col("commit_invoked").isNotNull() & F.col("committed_at").isNull() & ~F.col("aborted")
+
+
+def _placed(reads: DataFrame, batches: DataFrame, log_txns: DataFrame) -> DataFrame:
+    """Each read with the coordinator's transaction that holds it (null: none does): the batch
+    starting at or before its offset in its partition, if the batch reaches it, and that
+    batch's transaction (the producer's range holding the batch: a producer's ranges in one
+    partition never overlap, other producers' may). Batches and ranges are small (they grow
+    with batches and transactions); the reads are sorted once, by partition and offset."""
+    records = F.aggregate("output", F.lit(0).cast("long"), lambda n, o: n + o["records"])
+    ranges = log_txns.select(
+        F.col("producer_id").alias("range_producer"),
+        F.struct("producer_id", "txn_id", "txn_seq", "fate", records.alias("records")).alias("log"),
+        F.explode("output").alias("o"),
+    )
+    owned = batches.join(
+        F.broadcast(ranges),
+        (F.col("producer_id") == F.col("range_producer"))
+        & (F.col("partition") == F.col("o.partition"))
+        & F.col("offset").between(F.col("o.first_offset"), F.col("o.last_offset")),
+    ).select(
+        "partition",
+        "offset",
+        F.lit(0).alias("order"),
+        F.struct("last_offset", "log").alias("batch"),
+    )
+    by_offset = (
+        Window.partitionBy("partition")
+        .orderBy("offset", "order")
+        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    )
+    reaches = F.col("offset") <= F.col("covering.last_offset")
+    return (
+        reads.select(*TXN_KEY, "partition", "offset", F.lit(1).alias("order"))
+        .unionByName(owned, allowMissingColumns=True)
+        .withColumn("covering", F.last("batch", ignorenulls=True).over(by_offset))
+        .filter(F.col("order") == 1)
+        .select(*TXN_KEY, F.when(reaches, F.col("covering.log")).alias("log"))
+    )
+
+
+def _by_transaction(
+    client_txns: DataFrame,
+    log_txns: DataFrame,
+    reads: DataFrame,
+    batches: DataFrame,
+    max_examples: int,
+) -> dict[str, dict[str, Any]]:
+    """Per kind (and `placed`): how many client or coordinator transactions, and the first
+    examples, in one job over the pairs of a client and a coordinator transaction."""
+    pairs = (
+        _placed(reads, batches, log_txns)
+        .groupBy(*TXN_KEY, "log")
+        .agg(F.count(F.lit(1)).alias("read"))
+    )
+    client = client_txns.select(
+        *TXN_KEY,
+        "txn_id",
+        "produced",
+        F.when(F.col("committed_at").isNotNull(), "committed")
+        .when(F.col("aborted"), "aborted")
+        .when(_unknown(), "unknown")
+        .otherwise("open")
+        .alias("outcome"),
+    )
+    placed = F.col("log").isNotNull()
+    per_client = (
+        pairs.groupBy(*TXN_KEY)
+        .agg(
+            F.sort_array(
+                F.collect_list(F.when(placed, F.struct(F.col("log.*"), F.col("read"))))
+            ).alias("logs"),
+            F.sum("read").alias("read"),
+            F.coalesce(F.sum(F.when(~placed, F.col("read"))), F.lit(0)).alias("unplaced"),
+        )
+        .join(F.broadcast(client), TXN_KEY, "left")
+    )
+    committed = F.col("outcome") == "committed"
+
+    def log_committed(log: Column) -> Column:
+        return log["fate"].isin(*COMMITTED_FATES)
+
+    kinds = F.array_compact(
+        F.array(
+            F.when(F.size("logs") > 0, F.lit(_PLACED)),
+            F.when(
+                (committed & F.exists("logs", lambda log: ~log_committed(log)))
+                | ((F.col("outcome") == "aborted") & F.exists("logs", log_committed)),
+                F.lit(FATE),
+            ),
+            F.when(F.size("logs") > 1, F.lit(SPLIT)),
+            F.when(committed & (F.col("unplaced") > 0), F.lit(UNPLACED)),
+            F.when(
+                committed
+                & (F.size("logs") == 1)
+                & (F.col("logs")[0]["records"] != F.col("produced")),
+                F.lit(RECORDS),
+            ),
+        )
+    )
+    client_rows = per_client.select(
+        F.explode(kinds).alias("kind"),
+        F.to_json(
+            F.struct("txn_id", *TXN_KEY, "outcome", "produced", "read", "unplaced", "logs")
+        ).alias("example"),
+    )
+    shared = (
+        pairs.filter(placed)
+        .groupBy("log")
+        .agg(F.sort_array(F.collect_list(F.struct(*TXN_KEY, "read"))).alias("clients"))
+        .filter(F.size("clients") > 1)
+        .select(
+            F.lit(SHARED).alias("kind"),
+            F.to_json(F.struct(F.col("log.*"), "clients")).alias("example"),
+        )
+    )
+    rows = (
+        client_rows.unionByName(shared)
+        .groupBy("kind")
+        .agg(
+            F.count(F.lit(1)).alias("count"),
+            F.slice(
+                F.sort_array(F.collect_list(F.when(F.col("kind") != _PLACED, F.col("example")))),
+                1,
+                max_examples,
+            ).alias("examples"),
+        )
+        .collect()
+    )
+    return {
+        row["kind"]: {
+            "count": row["count"],
+            "examples": [{"kind": row["kind"], **json.loads(e)} for e in row["examples"]],
+        }
+        for row in rows
+    }

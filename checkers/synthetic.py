@@ -17,7 +17,11 @@ The model (numbers are fields of RunShape; S = per_partition * output_partitions
   partition: record j lands on output partition j % Q at offset u * (per_partition + 1) + j div Q;
 - the observer reads every committed record just after its commit, the final scans read both
   topics afterwards, the end state is stable and fully consumed;
-- the coordinator prepares each attempt's commit or abort while its client's call is in flight.
+- the coordinator prepares each attempt's commit or abort while its client's call is in flight;
+- with broker_logs, the brokers' logs of every attempt are written too, as a run reads them
+  (docs/history.md): its output batches, markers and aborted ranges, the coordinator's whole
+  record of it (a session per instance, then Ongoing, Prepare and Complete), and its offset
+  commit resolved by its marker. Instance i is producer 1000 + i at epoch 0.
 Anomalies that need extra records (lost, duplicate, phantom, duplicate-input, zombie-write) are
 written by extra transactions after the last slot; the ones about what a reader saw edit the
 observer's reads of chosen slots, one slot per planted anomaly so that plants never interact.
@@ -38,11 +42,14 @@ from pyspark.sql.types import StructType
 from eoschaos.checkers.history_io import event_schema, write_parquet
 from eoschaos.contract.checks import CATALOGUE
 from eoschaos.contract.history import (
+    CONSUMER_OFFSETS_TOPIC,
     END_AGGREGATES,
     END_STATE,
     FINAL_COMMITTED,
     FINAL_UNCOMMITTED,
     HUNG_ERROR_PREFIX,
+    LOG_ABORTED,
+    LOG_BATCH,
     LOG_BATCH_KIND,
     LOG_BATCHES,
     NEMESIS,
@@ -57,9 +64,14 @@ from eoschaos.contract.rundir import HISTORY_DIR, PARQUET_DIR, write_manifest
 
 INPUT_TOPIC = "input-topic"
 PREPARED_AT = 0.55  # fraction of the slot: inside the client's commit or abort call
+# With broker_logs, fractions of the slot too: the transaction's first coordinator record (just
+# after begin returned), its output batches (when produce returned), its markers and the
+# coordinator's Complete record (after the decision, before the client's call returns).
+ONGOING_AT, BATCH_AT, MARKER_AT, COMPLETED_AT = 0.05, 0.1, 0.57, 0.58
+PRODUCER_ID_BASE = 1000  # instance i's producer id
 OUTPUT_TOPIC = "output-topic"
 GROUP = "eoschaos-group"
-ZOMBIE_PRODUCER_ID = 999  # the planted commit's producer: none of the instances' (1000 + i)
+ZOMBIE_PRODUCER_ID = 999  # the planted commit's producer: no instance's (PRODUCER_ID_BASE + i)
 JSONL_MAX_RECORDS = 200_000  # above this, write Parquet: collecting to the driver stops being cheap
 SCAN_STEP = 1e-6  # seconds between two records of one partition in a final scan
 
@@ -78,10 +90,13 @@ class RunShape:
     aggregate_buckets: int = 4  # keys of the final aggregates (id mod this); 0: none recorded
     start: float = 1_700_000_000.0
     slot_seconds: float = 0.01
+    broker_logs: bool = False  # also write the brokers' logs of every attempt (eos only)
 
     def __post_init__(self) -> None:
         if self.mode not in ("eos", "alos"):
             raise ValueError(f"mode must be eos or alos, got {self.mode!r}")
+        if self.broker_logs and self.mode != "eos":
+            raise ValueError("broker_logs are the logs of transactions: mode must be eos")
         if self.mode == "alos" and self.abort_every:
             raise ValueError("alos has no transactions to abort: set abort_every=0")
         if self.partitions % self.instances:
@@ -258,6 +273,8 @@ def write_synthetic(
     plants = plants or Plants()
     if shape.mode == "alos" and any(getattr(plants, name) for name in TRANSACTIONAL_PLANTS):
         raise ValueError(f"alos histories have no transactions to plant {TRANSACTIONAL_PLANTS}")
+    if shape.broker_logs and plants != Plants():
+        raise ValueError("broker_logs are written for the regular attempts only: plant nothing")
     if plants.order_backwards and shape.per_partition < 2:
         raise ValueError("order_backwards swaps two records of one slot: per_partition >= 2")
     run_dir = Path(run_dir)
@@ -341,7 +358,9 @@ def _regular_events(
         _transactions(spark, shape),
         _output_reads(spark, shape, targets, end_time),
     ]
-    if shape.mode == "eos":
+    if shape.broker_logs:
+        parts += [_coordinator_records(spark, shape), _output_batches(spark, shape)]
+    elif shape.mode == "eos":
         parts.append(_coordinator_states(spark, shape))
     parts.append(_offset_commits(spark, shape))
     result = _conform(parts[0], schema)
@@ -507,10 +526,136 @@ def _coordinator_states(spark: SparkSession, shape: RunShape) -> DataFrame:
     )
 
 
-def _offset_commit(eos: bool, log_offset: Any, producer_id: Any, marker: Any) -> dict[str, Any]:
+def _ms(sql: _Sql, at: float, shape: RunShape) -> Column:
+    """Milliseconds (as the brokers stamp their records) at fraction `at` of attempt u's slot."""
+    return F.expr(f"CAST(({sql.slot_time} + {at * shape.slot_seconds}) * 1000 AS BIGINT)")
+
+
+def _slot_time(sql: _Sql, at: float, shape: RunShape) -> Column:
+    return F.expr(f"{sql.slot_time} + {at * shape.slot_seconds}")
+
+
+def _log_row(f: Column, time: Column, topic: str, partition: Column, offset: Column) -> list:
+    """The columns every row of the `log-batches` writer has."""
+    return [
+        F.lit(LOG_BATCH_KIND).alias("kind"),
+        F.lit("ok").alias("type"),
+        f.alias("f"),
+        F.lit(LOG_BATCHES).alias("process"),
+        time.alias("time"),
+        F.lit(topic).alias("topic"),
+        partition.cast("int").alias("partition"),
+        offset.cast("long").alias("offset"),
+    ]
+
+
+def _coordinator_records(spark: SparkSession, shape: RunShape) -> DataFrame:
+    """The coordinator's whole record of every attempt (Ongoing, its decision, Complete), after
+    one session (Empty) per instance, as `__transaction_state` holds them (broker_logs)."""
+    sql = _Sql(shape)
+    partitions = F.array(
+        *[F.lit(f"{OUTPUT_TOPIC}-{q}") for q in range(shape.output_partitions)],
+        F.lit(f"{CONSUMER_OFFSETS_TOPIC}-0"),
+    )
+    decision = F.when(F.col("aborted"), "Abort").otherwise("Commit")
+    steps = [
+        (ONGOING_AT, F.lit("Ongoing")),
+        (PREPARED_AT, F.concat(F.lit("Prepare"), decision)),
+        (COMPLETED_AT, F.concat(F.lit("Complete"), decision)),
+    ]
+    step = F.array(
+        *[
+            F.struct(F.lit(n).alias("n"), F.lit(at).alias("at"), state.alias("state"))
+            for n, (at, state) in enumerate(steps)
+        ]
+    )
+    attempts = (
+        _attempts(spark, shape, shape.slots, 1)
+        .select("*", F.explode(step).alias("s"))
+        .select(
+            F.expr(sql.instance).alias("instance"),
+            F.expr(f"{sql.slot_time} + s.at * {shape.slot_seconds}").alias("time"),
+            F.col("s.state").alias("state"),
+            (shape.instances + 3 * F.col("u") + F.col("s.n")).alias("offset"),
+        )
+    )
+    sessions = spark.range(shape.instances).select(
+        F.col("id").cast("int").alias("instance"),
+        F.lit(shape.start).alias("time"),
+        F.lit("Empty").alias("state"),
+        F.col("id").alias("offset"),
+    )
+    params = F.struct(
+        (PRODUCER_ID_BASE + F.col("instance")).alias("producer_id"),
+        F.lit(0).alias("producer_epoch"),
+        F.col("state"),
+        F.when(F.col("state") != "Empty", partitions).alias("partitions"),
+        F.expr("CAST(time * 1000 AS BIGINT)").alias("last_update_ms"),
+        F.lit(1).alias("node"),
+    )
+    return attempts.unionByName(sessions).select(
+        *_log_row(
+            F.lit(TXN_STATE), F.col("time"), TRANSACTION_STATE_TOPIC, F.lit(0), F.col("offset")
+        ),
+        F.concat(F.lit("eoschaos-txn-"), F.col("instance")).alias("txn_id"),
+        F.to_json(params).alias("params"),
+    )
+
+
+def _output_batches(spark: SparkSession, shape: RunShape) -> DataFrame:
+    """Each attempt's output as the brokers wrote it (broker_logs): per output partition one
+    batch of its records and its marker, and for an aborted attempt the `.txnindex` range."""
+    sql = _Sql(shape)
+    m = shape.per_partition
+    base = F.col("u") * (m + 1)
+    kinds = F.array(F.lit("data"), F.lit("marker"), F.when(F.col("aborted"), F.lit("aborted")))
+    rows = (
+        _attempts(spark, shape, shape.slots, 1)
+        .select("*", F.explode(F.sequence(F.lit(0), F.lit(shape.output_partitions - 1))).alias("q"))
+        .select("*", F.explode(F.array_compact(kinds)).alias("row"))
+    )
+    data, marker = F.col("row") == "data", F.col("row") == "marker"
+    producer_id = PRODUCER_ID_BASE + F.expr(sql.instance)
+    batch = F.struct(
+        F.when(data, base + m - 1).otherwise(base + m).alias("last_offset"),
+        producer_id.alias("producer_id"),
+        F.lit(0).alias("producer_epoch"),
+        F.when(data, F.col("u") * m).otherwise(F.lit(-1)).alias("base_sequence"),
+        F.when(data, F.col("u") * m + m - 1).otherwise(F.lit(-1)).alias("last_sequence"),
+        F.lit(True).alias("transactional"),
+        marker.alias("control"),
+        F.when(data, _ms(sql, BATCH_AT, shape))
+        .otherwise(_ms(sql, MARKER_AT, shape))
+        .alias("create_time"),
+        F.lit(1).alias("node"),
+    )
+    aborted_range = F.struct(
+        producer_id.alias("producer_id"), (base + m).alias("last_offset"), F.lit(1).alias("node")
+    )
+    return rows.select(
+        *_log_row(
+            F.when(F.col("row") == "aborted", LOG_ABORTED).otherwise(LOG_BATCH),
+            F.when(data, _slot_time(sql, BATCH_AT, shape)).otherwise(
+                _slot_time(sql, MARKER_AT, shape)
+            ),
+            OUTPUT_TOPIC,
+            F.col("q"),
+            F.when(marker, base + m).otherwise(base),
+        ),
+        F.when(marker, 1).otherwise(F.when(data, m)).alias("count"),
+        F.when(F.col("row") == "aborted", F.to_json(aborted_range))
+        .otherwise(F.to_json(batch))
+        .alias("params"),
+    )
+
+
+def _offset_commit(
+    eos: bool, log_offset: Any, producer_id: Any, marker: Any, marker_time: Any = None
+) -> dict[str, Any]:
     """The params of an offset-commit row as the run records them (docs/history.md): values,
     or Columns for the bulk rows. In eos the commit is its producer's, resolved by the marker
-    that follows it in the log; in alos a plain one."""
+    that follows it in the log (written at `marker_time`, ms, where the logs are written); in
+    alos a plain one."""
     params = {
         "group": GROUP,
         "log_partition": 0,
@@ -521,6 +666,8 @@ def _offset_commit(eos: bool, log_offset: Any, producer_id: Any, marker: Any) ->
     }
     if eos:
         params |= {"marker": marker, "marker_offset": log_offset + 1}
+    if marker_time is not None:
+        params["marker_time"] = marker_time
     return params
 
 
@@ -531,8 +678,9 @@ def _offset_commits(spark: SparkSession, shape: RunShape) -> DataFrame:
     params = _offset_commit(
         shape.mode == "eos",
         2 * F.col("u"),
-        1000 + F.expr(sql.instance),
+        PRODUCER_ID_BASE + F.expr(sql.instance),
         F.when(F.col("aborted"), "ABORT").otherwise("COMMIT"),
+        _ms(sql, MARKER_AT, shape) if shape.broker_logs else None,
     )
     as_json = F.to_json(
         F.struct(*[(v if isinstance(v, Column) else F.lit(v)).alias(k) for k, v in params.items()])

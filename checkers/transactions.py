@@ -36,7 +36,8 @@ def rejected_attempt() -> Column:
 
 
 def transaction_table(history: History) -> DataFrame:
-    """One row per transaction: its fate, commit times, generation and input partitions.
+    """One row per transaction: its fate, commit times, generation, input partitions and the
+    records it produced.
 
     aborted: known not committed -- begin's intended fate was abort, or an abort was invoked,
     or the commit failed, and no commit succeeded. A commit whose outcome is unknown (info,
@@ -56,6 +57,7 @@ def transaction_table(history: History) -> DataFrame:
                 F.max(F.when(_step("commit", "invoke"), F.col("generation"))),
                 F.max("generation"),
             ).alias("generation"),
+            F.max(F.when(_step("produce", "ok"), F.col("count"))).alias("produced"),
             F.min(F.when(_step("commit", "invoke"), F.col("time"))).alias("commit_invoked"),
             F.min(F.when(_step("commit", "ok"), F.col("time"))).alias("committed_at"),
             F.max(_step("commit", "fail")).alias("commit_failed"),

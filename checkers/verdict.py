@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from eoschaos.checkers import aggregates, delivery, fencing, isolation, liveness
 from eoschaos.checkers.agreement import agreement
@@ -135,7 +136,7 @@ def _judge(
     run_timeline, log_stats, whole_lineage, *tallied = concurrently(
         spark,
         lambda: timeline(history, census, txns),
-        lambda: _log_stats(txns, log_txns, max_examples),
+        lambda: _log_stats(history, txns, log_txns, log_rows, max_examples),
         lambda: history_lineage(history) if lineage else None,
         *[functools.partial(tally, part, max_examples) for part in parts],
     )
@@ -201,15 +202,25 @@ def _judge(
 
 
 def _log_stats(
-    txns: DataFrame | None, log_txns: DataFrame | None, max_examples: int
+    history: History,
+    txns: DataFrame | None,
+    log_txns: DataFrame | None,
+    log_rows: DataFrame | None,
+    max_examples: int,
 ) -> dict[str, Any]:
     """The coordinators' transactions by fate and, next to a client history, the two sides'
     agreement (nothing without the brokers' logs)."""
-    if log_txns is None:
+    if log_txns is None or log_rows is None:
         return {}
     stats: dict[str, Any] = {"from_logs": _fates(log_txns)}
     if txns is not None:
-        stats["agreement"] = agreement(txns, log_txns, max_examples)
+        reads = history.kind("read").filter(
+            (F.col("process") == FINAL_UNCOMMITTED)
+            & (F.col("topic") == history.output_topic)
+            & F.col("txn_seq").isNotNull()
+        )
+        batches = log_rows.filter((F.col("f") == LOG_BATCH) & ~F.col("control"))
+        stats["agreement"] = agreement(txns, log_txns, reads, batches, max_examples)
     return stats
 
 
