@@ -296,6 +296,24 @@ SCENARIOS += [
         nightly=True,
     ),
     Scenario(
+        # The same copiers, one per partition, each with a transaction timeout longer than the
+        # run: a copier crashed mid-transaction leaves it open past the end, since its id is
+        # never taken again. The logs show it undecided; read_committed readers stop before it.
+        "byo-fresh-ids-hanging",
+        {
+            "workload": "byo",
+            "command": f"{sys.executable} {Path(__file__).parent / 'byo_fresh_ids.py'}"
+            " --transaction-timeout-ms 900000",
+            "partitions": 3,
+            "instances": 3,
+            "faults": "crash",
+            "duration": 20,
+        },
+        must_fail=("liveness.hanging-transaction",),
+        must_pass=("delivery.duplicate", "delivery.torn-transaction", "fencing.older-epoch-commit"),
+        nightly=True,
+    ),
+    Scenario(
         # Crashes only: under load a broker kill takes ~20 s to heal, and a crash scheduled
         # after it can land after the last input record, where alos has nothing to replay
         # (seed 4 of 1-5 PASSed that way under kill,crash).
