@@ -121,6 +121,24 @@ def offset_commits(log: DataFrame) -> DataFrame:
     )
 
 
+def topic_batches(log: DataFrame, topic: str) -> DataFrame:
+    """The data batches of `topic` as the brokers wrote them, transactional or not: partition,
+    offset range, producer id, whether transactional, and create time (ms)."""
+    return (
+        log.filter((F.col("f") == LOG_BATCH) & (F.col("topic") == topic))
+        .select("partition", "offset", F.from_json("params", _PARAMS).alias("p"))
+        .filter(~F.coalesce("p.control", F.lit(False)))
+        .select(
+            "partition",
+            "offset",
+            "p.last_offset",
+            "p.producer_id",
+            F.coalesce("p.transactional", F.lit(False)).alias("transactional"),
+            "p.create_time",
+        )
+    )
+
+
 def producer_rows(
     log: DataFrame, commits: DataFrame, input_topic: str, output_topic: str
 ) -> DataFrame:

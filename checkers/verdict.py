@@ -27,6 +27,7 @@ from eoschaos.checkers.findings import result, tally
 from eoschaos.checkers.forensics import forensics_section
 from eoschaos.checkers.history_io import History, load_history
 from eoschaos.checkers.lineage import history_lineage, lineage_section
+from eoschaos.checkers.lineage.from_logs import PlainLog
 from eoschaos.checkers.log_findings import (
     downstream_reads,
     hanging_findings,
@@ -35,7 +36,12 @@ from eoschaos.checkers.log_findings import (
     torn_findings,
     uncommitted_offset_findings,
 )
-from eoschaos.checkers.log_transactions import offset_commits, output_pieces, producer_rows
+from eoschaos.checkers.log_transactions import (
+    offset_commits,
+    output_pieces,
+    producer_rows,
+    topic_batches,
+)
 from eoschaos.checkers.log_transactions import transaction_table as log_transaction_table
 from eoschaos.checkers.offset_commits import offset_commit_findings
 from eoschaos.checkers.raw_records import attach_raw_records
@@ -164,11 +170,29 @@ def _judge(
             "rejected_attempts", 0
         )
     attach_raw_records(history, checks)
+    # Without transactions in the logs, the group's plain commits and the output's batches
+    # still say when each drawn record was committed past and written.
+    plain_log = (
+        PlainLog(
+            commits.filter(F.col("topic") == history.input_topic),
+            topic_batches(log, history.output_topic),
+        )
+        if log_txns is None
+        and census.log_rows.get(OFFSET_COMMIT)
+        and census.log_rows.get(LOG_BATCH)
+        else None
+    )
     forensics, run_lineage = concurrently(
         spark,
         lambda: forensics_section(history, checks),
         lambda: (
-            lineage_section(history, checks, whole=whole_lineage, log_txns=log_txns)
+            lineage_section(
+                history,
+                checks,
+                whole=whole_lineage,
+                log_txns=log_txns,
+                plain_log=plain_log,
+            )
             if lineage
             else None
         ),

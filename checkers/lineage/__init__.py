@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
     from eoschaos.checkers.history_io import History
+    from eoschaos.checkers.lineage.from_logs import PlainLog
     from eoschaos.contract.checks import CheckResult
 
 
@@ -37,14 +38,22 @@ def lineage_section(
     max_anomalies: int = MAX_ANOMALIES,
     whole: dict | None = None,
     log_txns: DataFrame | None = None,
+    plain_log: PlainLog | None = None,
 ) -> dict:
     """The verdict's "lineage": whole-history graph stats, anomaly subgraphs, G0/G1c cycles.
     `whole`: history_lineage(history), when the caller computed it already; `log_txns`: the
     logs' transaction table, which names the transactions around each anomaly for any
-    pipeline (eoschaos.checkers.lineage.from_logs)."""
+    pipeline; `plain_log`: without one, the logs of a pipeline without transactions
+    (eoschaos.checkers.lineage.from_logs)."""
     whole = whole if whole is not None else history_lineage(history)
     anomalies = anomaly_subgraphs(
-        history, checks, history.input_topic, history.output_topic, max_anomalies, log_txns
+        history,
+        checks,
+        history.input_topic,
+        history.output_topic,
+        max_anomalies,
+        log_txns,
+        plain_log,
     )
     return {"stats": whole["stats"], "anomalies": anomalies, "cycles": whole["cycles"]}
 

@@ -10,11 +10,19 @@ words which transactions consumed and produced each record, with no client histo
 
 Only the transactions around the examples reach Python: one action over the table (it grows
 with transactions, not records) for every example together.
+
+A pipeline that commits its offsets outside transactions (at-least-once) leaves no transaction
+to name, but its group's plain commits and its output's batches are in the logs too
+(`PlainLog`): each input record is placed against the commits that moved the group past it,
+and each output record against the batch that holds it and when it was written. A duplicate
+then reads as what it is: two copies written before the group first committed past their input,
+so whoever started over in between read it again from the offset committed before.
 """
 
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -239,3 +247,135 @@ def explain(
 
 def _names(rows: list[dict[str, Any]]) -> str:
     return " and ".join(name_of(row) for row in sorted(rows, key=lambda r: r.get("began") or 0))
+
+
+# --- pipelines without transactions: the group's plain commits and the output's batches -------
+
+
+@dataclass(frozen=True)
+class PlainLog:
+    """The logs of a pipeline with no transactions in them: its group's offset commits of the
+    input (`offset_commits`) and the output's batches (`topic_batches`)."""
+
+    commits: DataFrame
+    batches: DataFrame
+
+    def around(self, wanted: Iterable[Around]) -> PlainFound:
+        """The commits that moved the group past an input place of `wanted`, and the batches
+        holding its output places: two small actions, the places a broadcast side."""
+        wanted = list(wanted)
+        spark = self.commits.sparkSession
+        inputs = sorted({place for around in wanted for place in around.inputs})
+        outputs = sorted({place for around in wanted for place in around.outputs})
+        commits, batches = [], []
+        if inputs:
+            places = spark.createDataFrame(inputs, "partition INT, place LONG")
+            passed = (F.col("offset") > F.col("place")) & (
+                F.col("previous").isNull() | (F.col("previous") <= F.col("place"))
+            )
+            commits = (
+                self.commits.filter(F.col("fate") == "COMMIT")
+                .join(F.broadcast(places), "partition")
+                .where(passed)
+                .select("group", "partition", "offset", "previous", "time")
+                .distinct()
+                .collect()
+            )
+        if outputs:
+            places = spark.createDataFrame(outputs, "partition INT, place LONG")
+            held = F.col("place").between(F.col("offset"), F.col("last_offset"))
+            batches = (
+                self.batches.join(F.broadcast(places), "partition")
+                .where(held)
+                .drop("place")
+                .distinct()
+                .collect()
+            )
+        return PlainFound(
+            sorted((row.asDict() for row in commits), key=lambda c: c["time"]),
+            [row.asDict() for row in batches],
+        )
+
+
+@dataclass
+class PlainFound:
+    """The plain commits and output batches around some examples, as collected rows."""
+
+    commits: list[dict[str, Any]] = field(default_factory=list)
+    batches: list[dict[str, Any]] = field(default_factory=list)
+
+    def passed(self, place: Place) -> list[dict[str, Any]]:
+        """The group's commits that moved its committed offset past `place`, oldest first."""
+        return [c for c in self.commits if _consumed(c, place)]
+
+    def batch(self, place: Place) -> dict[str, Any] | None:
+        partition, offset = place
+        return next(
+            (
+                b
+                for b in self.batches
+                if b["partition"] == partition and b["offset"] <= offset <= b["last_offset"]
+            ),
+            None,
+        )
+
+
+def _clock(seconds: float) -> str:
+    """A time of day as the brokers' clock gave it (UTC, milliseconds)."""
+    return time.strftime("%H:%M:%S", time.gmtime(seconds)) + f".{int(seconds * 1000) % 1000:03d}"
+
+
+def explain_plain(graph: nx.DiGraph, shown: Iterable[str], found: PlainFound) -> list[str]:
+    """In words, per the logs of a pipeline without transactions: when the group committed
+    past each shown input record, when each shown output record was written, and which input
+    records had several copies written before the group first committed past them."""
+    words = []
+    for node in shown:
+        data = graph.nodes[node]
+        if data["type"] == "input":
+            copies = [graph.nodes[n] for n in graph.successors(node)]
+            for place in data.get("positions") or []:
+                words += _input_words(data["id"], tuple(place), copies, found)
+        elif data["type"] == "output" and "position" in data:
+            partition, offset = data["position"]
+            where = f"output p{partition}@{offset}" + (
+                f" (id {data['id']})" if data.get("id") is not None else ""
+            )
+            batch = found.batch(data["position"])
+            words.append(
+                f"{where} was written at {_clock(batch['create_time'] / 1000)} by producer "
+                f"{batch['producer_id']}"
+                + (" in a transaction" if batch["transactional"] else ", outside any transaction")
+                if batch is not None
+                else f"no batch in the logs holds {where}"
+            )
+    return words
+
+
+def _input_words(
+    id_: Any, place: Place, copies: list[dict[str, Any]], found: PlainFound
+) -> list[str]:
+    where = f"input id {id_} at p{place[0]}@{place[1]}"
+    passed = found.passed(place)
+    if not passed:
+        return [f"the group never committed past {where} in the logs"]
+    first = passed[0]
+    start = "the start" if first["previous"] is None else f"offset {first['previous']}"
+    words = [
+        f"the group first committed past {where} at {_clock(first['time'])} "
+        f"(p{place[0]} {start} → {first['offset']})"
+        + (f", and {len(passed) - 1} more times after" if len(passed) > 1 else "")
+    ]
+    before = [
+        copy
+        for copy in copies
+        if copy["type"] == "output"
+        and (batch := found.batch(copy["position"])) is not None
+        and batch["create_time"] / 1000 < first["time"]
+    ]
+    if len(before) > 1:
+        words.append(
+            f"{len(before)} copies of input id {id_} were written before that commit: whoever "
+            f"started over in between (a crash, a rebalance) read it again from {start}"
+        )
+    return words

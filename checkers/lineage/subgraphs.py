@@ -19,8 +19,10 @@ from eoschaos.checkers.lineage.from_logs import (
     Around,
     LogTransactions,
     LogTxn,
+    PlainLog,
     add_log_transactions,
     explain,
+    explain_plain,
     txn_node,
 )
 from eoschaos.checkers.lineage.keys import TXN_KEY_FIELDS, txn_key, txn_of
@@ -43,6 +45,7 @@ def anomaly_subgraphs(
     output_topic: str,
     max_anomalies: int,
     log_txns: DataFrame | None = None,
+    plain_log: PlainLog | None = None,
 ) -> list[dict[str, Any]]:
     """One small lineage graph per example of a failing check, anomalous nodes marked.
 
@@ -57,6 +60,8 @@ def anomaly_subgraphs(
     its transactions consumed and wrote its records, per the brokers' logs; a graph with no
     transaction from a client history shows the logs' transactions instead, and an example
     naming a transaction of the table (a torn or hanging one) is drawn with its ranges.
+    Without the table, the logs of a pipeline without transactions (`plain_log`) say when its
+    group committed past each input record and when each output record was written.
     """
     with_logs = log_txns is not None
     examples = drawable_examples(checks, input_topic, output_topic, with_logs)[:max_anomalies]
@@ -100,6 +105,8 @@ def anomaly_subgraphs(
         if with_logs
         else LogTransactions()
     )
+    arounds = [_around(graph, key) for graph, (_, _, key) in zip(graphs, examples, strict=True)]
+    plain = plain_log.around(arounds) if plain_log is not None and not with_logs else None
     anomalies = []
     for graph, (name, index, key) in zip(graphs, examples, strict=True):
         if not any(data["type"] == "txn" for _, data in graph.nodes(data=True)):
@@ -108,9 +115,11 @@ def anomaly_subgraphs(
         nx.set_node_attributes(graph, {node: node in marked for node in graph}, "anomalous")
         drawing = serialize(graph, marked)
         anomaly = {"check": name, "example": index, "title": f"{name}: {key.describe()}"}
+        shown = [node["id"] for node in drawing["nodes"]]
         if with_logs:
-            shown = [node["id"] for node in drawing["nodes"]]
             anomaly["from_logs"] = explain(graph, shown, found, key.log_txn)
+        elif plain is not None:
+            anomaly["from_logs"] = explain_plain(graph, shown, plain)
         anomalies.append(anomaly | drawing)
     return anomalies
 
