@@ -629,6 +629,24 @@ def test_each_anomaly_of_the_logs_checks_names_its_transactions_in_words(verdict
         assert any(node["type"] == "txn" for node in anomaly["nodes"]), anomaly["title"]
 
 
+@pytest.mark.parametrize(
+    "scenario", _scenarios(lambda s: s.name in ("alos-kill-crash", "streams-alos-crash"))
+)
+def test_at_least_once_duplicates_are_explained_by_the_groups_plain_commits(verdict_of, scenario):
+    """A pipeline without transactions leaves its group's plain offset commits and its output's
+    batches in the logs: each drawn duplicate says when its copies were written and when the
+    group first committed past its input, and copies written before that commit were read
+    again from the offset committed before."""
+    verdict = verdict_of(scenario)
+    drawn = [a for a in verdict["lineage"]["anomalies"] if a["check"] == "delivery.duplicate"]
+    assert drawn
+    for anomaly in drawn:
+        words = " ".join(anomaly["from_logs"])
+        assert "the group first committed past input id" in words, anomaly["from_logs"]
+        assert "was written at" in words, anomaly["from_logs"]
+    assert any("were written before that commit" in " ".join(a["from_logs"]) for a in drawn)
+
+
 def history_events(run_dir: Path) -> list[dict[str, Any]]:
     return [
         json.loads(line)
