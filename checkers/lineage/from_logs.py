@@ -31,6 +31,8 @@ import networkx as nx
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from eoschaos.checkers.log_transactions import COMMIT
+
 Place = tuple[int, int]  # (partition, offset)
 LogTxn = tuple[int, int]  # (producer id, its transaction's number in its id's log)
 KEY = ["producer_id", "txn_seq"]  # a producer id serves one transactional id: unique
@@ -274,7 +276,7 @@ class PlainLog:
                 F.col("previous").isNull() | (F.col("previous") <= F.col("place"))
             )
             commits = (
-                self.commits.filter(F.col("fate") == "COMMIT")
+                self.commits.filter(F.col("fate") == COMMIT)
                 .join(F.broadcast(places), "partition")
                 .where(passed)
                 .select("group", "partition", "offset", "previous", "time")
