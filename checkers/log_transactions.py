@@ -283,7 +283,7 @@ def _data_pieces(rows: DataFrame) -> DataFrame:
             F.first("marker_ms").alias("marker_ms"),
             F.first(F.col("aborted_at") == F.col("marker_offset")).alias("aborted"),
             F.max("producer_epoch").alias("epoch"),
-            F.min("time").alias("first_time"),
+            (F.min("create_time") / 1000).alias("first_time"),
         )
         .select(
             F.lit(LOG_BATCH).alias("f"),

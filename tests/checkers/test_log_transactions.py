@@ -58,6 +58,7 @@ IN_PARTITION = 2
 OUTPUT_START = 100_000  # output offsets of these transactions, after the synthetic run's
 INPUT_START = 1_000_000  # the input offsets they commit, after the synthetic run's commits
 CONSUMER_OFFSETS_PARTITION = 3
+RECORDED_AT = T0 + 600.0  # batch headers are dumped from the logs after the run, not as written
 
 
 def _row(f: str, time: float, topic: str, partition: int, offset: int, **more) -> dict:
@@ -124,7 +125,7 @@ class Pipeline:
         self.rows.append(
             _row(
                 LOG_BATCH,
-                self.clock,
+                RECORDED_AT,
                 OUTPUT_TOPIC,
                 OUT_PARTITION,
                 offset,
@@ -375,6 +376,19 @@ def test_a_transaction_the_coordinator_never_decided_is_hanging_and_so_is_its_ou
         OUTPUT_START + 22,
     )
     assert partition["records"] == 10
+
+
+def test_output_no_marker_closed_began_when_its_first_batch_was_written(judged_logs):
+    """Not when the logs were dumped after the run."""
+    pipeline = _whole(2)
+    pipeline.transaction(marker=False)
+    written = min(
+        json.loads(row["params"])["create_time"] / 1000
+        for row in pipeline.rows
+        if row["f"] == LOG_BATCH and row["offset"] >= OUTPUT_START + 22
+    )
+    [partition] = judged_logs(pipeline)[HANGING]["examples"]
+    assert partition["began"] == written
 
 
 def test_a_decided_transaction_the_coordinator_never_completed_is_hanging(judged_logs):
