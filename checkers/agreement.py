@@ -22,19 +22,40 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from eoschaos.checkers.history_io import History
 from eoschaos.checkers.log_transactions import COMMIT, COMMITTING
 from eoschaos.checkers.transactions import TXN_KEY
+from eoschaos.contract.checks import (
+    AGREEMENT_KINDS,
+    COMMITTED_COUNT,
+    FATE,
+    RECORDS,
+    SHARED,
+    SPLIT,
+    UNPLACED,
+)
+from eoschaos.contract.history import FINAL_UNCOMMITTED, LOG_BATCH
 
 COMMITTED_FATES = (COMMIT, COMMITTING)
-# The kinds of disagreement, in the order a reviewer reads them.
-COMMITTED_COUNT = "committed-count"  # an id's committed transactions, counted on both sides
-FATE = "fate"  # a client transaction committed on one side and not on the other
-SPLIT = "split"  # one client transaction's records in several of the coordinator's
-SHARED = "shared"  # one coordinator transaction holding records of several client ones
-UNPLACED = "unplaced"  # a committed client transaction's records in no transaction of the logs
-RECORDS = "records"  # a committed pair whose logs hold another number of records
-KINDS = (COMMITTED_COUNT, FATE, SPLIT, SHARED, UNPLACED, RECORDS)
 _PLACED = "placed"  # not a disagreement: a client transaction whose records were compared
+
+
+def history_agreement(
+    history: History,
+    client_txns: DataFrame,
+    log_txns: DataFrame,
+    log_rows: DataFrame,
+    max_examples: int,
+) -> dict[str, Any]:
+    """`agreement` of a history: the reference scan's reads of the output that name a client
+    transaction, against the logs' data batches among `log_rows` (`producer_rows`)."""
+    reads = history.kind("read").filter(
+        (F.col("process") == FINAL_UNCOMMITTED)
+        & (F.col("topic") == history.output_topic)
+        & F.col("txn_seq").isNotNull()
+    )
+    batches = log_rows.filter((F.col("f") == LOG_BATCH) & ~F.col("control"))
+    return agreement(client_txns, log_txns, reads, batches, max_examples)
 
 
 def agreement(
@@ -55,12 +76,12 @@ def agreement(
     placed = found.pop(_PLACED, {"count": 0})["count"]
     counts = {COMMITTED_COUNT: len(by_id)} | {kind: row["count"] for kind, row in found.items()}
     examples = [{"kind": COMMITTED_COUNT, **row} for row in by_id]
-    for kind in KINDS:
+    for kind in AGREEMENT_KINDS:
         examples += found.get(kind, {}).get("examples", [])
     return {
         "transactional_ids": ids,
         "transactions": placed,
-        "counts": {kind: counts[kind] for kind in KINDS if counts.get(kind)},
+        "counts": {kind: counts[kind] for kind in AGREEMENT_KINDS if counts.get(kind)},
         "disagreements": examples[:max_examples],
     }
 

@@ -21,7 +21,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from eoschaos.checkers import aggregates, delivery, fencing, isolation, liveness
-from eoschaos.checkers.agreement import agreement
+from eoschaos.checkers.agreement import history_agreement
 from eoschaos.checkers.census import Census, take_census
 from eoschaos.checkers.findings import result, tally
 from eoschaos.checkers.forensics import forensics_section
@@ -238,13 +238,7 @@ def _log_stats(
         return {}
     stats: dict[str, Any] = {"from_logs": _fates(log_txns)}
     if txns is not None:
-        reads = history.kind("read").filter(
-            (F.col("process") == FINAL_UNCOMMITTED)
-            & (F.col("topic") == history.output_topic)
-            & F.col("txn_seq").isNotNull()
-        )
-        batches = log_rows.filter((F.col("f") == LOG_BATCH) & ~F.col("control"))
-        stats["agreement"] = agreement(txns, log_txns, reads, batches, max_examples)
+        stats["agreement"] = history_agreement(history, txns, log_txns, log_rows, max_examples)
     return stats
 
 

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from eoschaos.contract.checks import CATALOGUE, CheckResult, results_of
+from eoschaos.contract.checks import AGREEMENT_KINDS, CATALOGUE, CheckResult, results_of
 from eoschaos.contract.history import FAULT_TOOK_EFFECT
 from eoschaos.reports.svg import (
     LANE_LABEL_WIDTH,
@@ -152,6 +152,7 @@ def render_report(verdict: dict) -> str:
             _timeline(verdict),
             _forensics(verdict),
             _lineage(verdict),
+            _agreement(verdict),
             _stats(verdict),
             _reproduce(verdict),
         ]
@@ -652,6 +653,37 @@ def _cycles(cycles: dict) -> str:
             if examples
             else ""
         )
+    )
+
+
+def _agreement(verdict: dict) -> str:
+    """The client's transactions against the coordinators' (stats.transactions.agreement): a
+    line when they agree; each kind of disagreement with its meaning and examples when not.
+    None is a check's FAIL, so it sits beside the statistics, not among the checks."""
+    agreement = _dict(_dict(_dict(verdict.get("stats")).get("transactions")).get("agreement"))
+    if not agreement:
+        return ""
+    counts = _dict(agreement.get("counts"))
+    head = (
+        '<section id="agreement"><h2>Client and brokers\' logs</h2>'
+        f"<p>{esc(agreement.get('transactions'))} client transactions of "
+        f"{esc(agreement.get('transactional_ids'))} transactional ids compared with the "
+        "coordinators' transactions in the brokers' logs: "
+    )
+    if not counts:
+        return f"{head}they agree.</p></section>"
+    kinds = [[kind, AGREEMENT_KINDS.get(kind, ""), count] for kind, count in counts.items()]
+    examples = [
+        [example.get("kind"), {k: v for k, v in example.items() if k != "kind"}]
+        for example in map(_dict, _list(agreement.get("disagreements")))
+    ]
+    return (
+        f"{head}they disagree. A client, broker or eoschaos bug for a reviewer to place; no "
+        "check's verdict rests on it.</p>"
+        + _table(["kind", "what disagrees", "count"], kinds)
+        + "<h3>Examples</h3>"
+        + _table(["kind", "example"], examples)
+        + "</section>"
     )
 
 

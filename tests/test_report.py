@@ -208,7 +208,16 @@ def hostile() -> dict:
     data["complete"] = False
     data["not_applicable"] = {SCRIPT: BREAKOUT}
     data["command"] = ["eoschaos", SCRIPT, BREAKOUT]
-    data["stats"] = {SCRIPT: BREAKOUT}
+    data["stats"] = {
+        SCRIPT: BREAKOUT,
+        "transactions": {
+            "agreement": {
+                "transactions": SCRIPT,
+                "counts": {SCRIPT: BREAKOUT},
+                "disagreements": [{"kind": SCRIPT, BREAKOUT: SCRIPT}],
+            }
+        },
+    }
     data["config"]["note"] = SCRIPT
     data["timeline"]["faults"][0] |= {"f": SCRIPT, "target": BREAKOUT, "params": SCRIPT}
     data["timeline"]["lanes"][1] |= {"lane": SCRIPT}
@@ -422,6 +431,43 @@ def test_an_anomaly_says_in_words_which_transactions_the_logs_name():
     document = render_report(verdict("FAIL"))
     words = document[document.index("Per the brokers' logs:") :]
     assert "<li>input id 2 at p0@1 was consumed by transaction #1 of kip447-0" in words
+
+
+def _with_agreement(counts: dict, disagreements: list) -> dict:
+    data = verdict("PASS")
+    data["stats"]["transactions"]["agreement"] = {
+        "transactional_ids": 3,
+        "transactions": 120,
+        "counts": counts,
+        "disagreements": disagreements,
+    }
+    return data
+
+
+def test_client_transactions_that_agree_with_the_logs_say_so_in_one_line():
+    document = render_report(_with_agreement({}, []))
+    section = document[document.index('<section id="agreement">') :]
+    section = section[: section.index("</section>")]
+    assert "120 client transactions of 3 transactional ids" in section
+    assert "they agree." in section and "<table" not in section
+
+
+def test_each_kind_of_disagreement_is_listed_with_its_meaning_count_and_examples():
+    fate = {"kind": "fate", "instance": 0, "outcome": "committed", "logs": [{"fate": "ABORT"}]}
+    document = render_report(_with_agreement({"fate": 1, "split": 2}, [fate]))
+    section = document[document.index('<section id="agreement">') :]
+    section = section[: section.index("</section>")]
+    assert "they disagree." in section
+    assert (
+        "<tr><td>fate</td><td>a transaction the client saw committed that the coordinator did "
+        'not commit, or one the client aborted that it committed</td><td class="num">1</td></tr>'
+    ) in section
+    assert "<td>split</td><td>one client transaction&#x27;s records in several" in section
+    assert html.escape('"outcome": "committed"') in section
+
+
+def test_a_verdict_without_an_agreement_has_no_such_section():
+    assert '<section id="agreement">' not in render_report(verdict("FAIL"))
 
 
 def test_cycles_are_reported_as_information_not_verdict():

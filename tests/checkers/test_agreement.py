@@ -2,7 +2,7 @@
 (eoschaos.checkers.agreement): on a synthetic eos run written with its brokers' logs, every
 client transaction pairs with one coordinator transaction of the same fate and records; each
 test then breaks one side of one transaction the way a client, broker or reader bug would, and
-the verdict's stats.transactions.agreement names it."""
+the agreement (the verdict's stats.transactions.agreement) names it."""
 
 from __future__ import annotations
 
@@ -13,9 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from eoschaos.checkers.agreement import history_agreement
+from eoschaos.checkers.history_io import load_history
+from eoschaos.checkers.log_transactions import offset_commits, producer_rows
+from eoschaos.checkers.log_transactions import transaction_table as log_transaction_table
 from eoschaos.checkers.synthetic import RunShape, write_synthetic
-from eoschaos.checkers.verdict import check_run
-from eoschaos.contract.history import FINAL_UNCOMMITTED, LOG_BATCH, LOG_BATCHES
+from eoschaos.checkers.transactions import transaction_table
+from eoschaos.contract.history import FINAL_UNCOMMITTED, LOG_BATCH, LOG_BATCH_KIND, LOG_BATCHES
 from eoschaos.contract.rundir import HISTORY_DIR
 
 SHAPE = RunShape(broker_logs=True)
@@ -39,9 +43,23 @@ def agreement_after(spark, logged_run, tmp_path) -> Callable[..., dict]:
         events = [json.loads(line) for line in path.read_text().splitlines()]
         change(events)
         path.write_text("".join(json.dumps(event) + "\n" for event in events))
-        return check_run(spark, run_dir, lineage=False)["stats"]["transactions"]["agreement"]
+        return _agreement(spark, run_dir)
 
     return judge
+
+
+def _agreement(spark, run_dir: Path) -> dict:
+    """The agreement alone, from the tables the verdict builds for it (a whole verdict per
+    test would judge every check again)."""
+    history = load_history(spark, run_dir)
+    try:
+        log = history.kind(LOG_BATCH_KIND)
+        topics = (history.input_topic, history.output_topic)
+        log_rows = producer_rows(log, offset_commits(log), *topics)
+        log_txns = log_transaction_table(log_rows, topics)
+        return history_agreement(history, transaction_table(history), log_txns, log_rows, 5)
+    finally:
+        history.release()
 
 
 def _seq_of_first(events: list[dict], f: str) -> int:

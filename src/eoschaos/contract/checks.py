@@ -398,6 +398,26 @@ def results_of(verdict: Any) -> dict[str, CheckResult]:
     return {str(name): CheckResult.from_json(raw) for name, raw in checks.items()}
 
 
+# The kinds of disagreement between a client's transactions and the brokers' logs (verdict.json
+# stats.transactions.agreement), in the order a reviewer reads them, each with what disagrees.
+# None changes a check's verdict: which side is wrong is for a reviewer to find out.
+COMMITTED_COUNT = "committed-count"
+FATE = "fate"
+SPLIT = "split"
+SHARED = "shared"
+UNPLACED = "unplaced"
+RECORDS = "records"
+AGREEMENT_KINDS = {
+    COMMITTED_COUNT: "an id's committed transactions, counted on each side",
+    FATE: "a transaction the client saw committed that the coordinator did not commit, "
+    "or one the client aborted that it committed",
+    SPLIT: "one client transaction's records in several of the coordinator's transactions",
+    SHARED: "one coordinator transaction holding records of several client transactions",
+    UNPLACED: "a committed client transaction's records in no transaction of the logs",
+    RECORDS: "a committed pair whose logs hold another number of records than the client produced",
+}
+
+
 def needing(evidence: Evidence) -> tuple[str, ...]:
     """The checks that cannot be judged without `evidence`."""
     return tuple(name for name, spec in CATALOGUE.items() if evidence in spec.needs)
