@@ -23,6 +23,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from eoschaos.checkers.history_io import History
+from eoschaos.checkers.log_findings import BUCKET
 from eoschaos.checkers.log_transactions import COMMIT, COMMITTING
 from eoschaos.checkers.transactions import TXN_KEY
 from eoschaos.contract.checks import (
@@ -131,11 +132,19 @@ def _placed(reads: DataFrame, batches: DataFrame, log_txns: DataFrame) -> DataFr
         F.col("producer_id").alias("range_producer"),
         F.struct("producer_id", "txn_id", "txn_seq", "fate", records.alias("records")).alias("log"),
         F.explode("output").alias("o"),
+    ).withColumn(  # a batch meets only its bucket's ranges, not all of its producer's
+        "bucket",
+        F.explode(
+            F.sequence(
+                F.floor(F.col("o.first_offset") / BUCKET), F.floor(F.col("o.last_offset") / BUCKET)
+            )
+        ),
     )
     owned = batches.join(
         F.broadcast(ranges),
         (F.col("producer_id") == F.col("range_producer"))
         & (F.col("partition") == F.col("o.partition"))
+        & (F.floor(F.col("offset") / BUCKET) == F.col("bucket"))
         & F.col("offset").between(F.col("o.first_offset"), F.col("o.last_offset")),
     ).select(
         "partition",

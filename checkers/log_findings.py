@@ -55,7 +55,7 @@ from eoschaos.contract.checks import (
 )
 from eoschaos.contract.history import FINAL_SCANS
 
-BUCKET = 1024  # offsets per bucket of the reads' range join: a read meets its bucket's ranges
+BUCKET = 1024  # offsets per bucket of a range join: a read or batch meets only its bucket's ranges
 
 
 def _transaction() -> dict[str, Column]:
