@@ -16,6 +16,10 @@ from eoschaos.clusters import processes
 from eoschaos.clusters.ports import layout
 from eoschaos.clusters.registry import register_run_dir, registered_run_dirs
 
+BYO = ["--workload", "byo", "--command", "true"]
+ORDERS = "eoschaos.workloads.byo_orders:order"
+INPUT_FUNCTIONS = Path(__file__).parent / "input_functions.py"
+
 
 def assert_clear_error(result: subprocess.CompletedProcess[str], *phrases: str) -> None:
     assert result.returncode == 2, result.stderr
@@ -148,6 +152,12 @@ def test_zero_brokers_is_a_usage_error(eoschaos):
             ["--workload", "byo", "--command", "true", "--expect", "nowhere.py:f"],
             "--expect 'nowhere.py:f': cannot load nowhere.py",
         ),
+        (["--input", ORDERS], "--input is for --workload byo, not kip447"),
+        ([*BYO, "--input-id-from", "json:order_id"], "give --input too"),
+        ([*BYO, "--input", ORDERS, "--input-id-from", "body"], "--input-id-from 'body' is not"),
+        ([*BYO, "--input", "nowhere.py:f"], "--input 'nowhere.py:f': cannot load nowhere.py"),
+        ([*BYO, "--input", f"{INPUT_FUNCTIONS}:raises"], "raised ValueError: no orders today"),
+        ([*BYO, "--input", ORDERS], "--input-id-from key finds no id in the record of id 0"),
     ],
 )
 def test_bad_run_arguments_are_refused_before_anything_starts(tmp_path, eoschaos, args, phrase):

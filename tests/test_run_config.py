@@ -81,6 +81,20 @@ def test_run_json_keeps_its_flat_schema_1_shape():
     assert manifest["command"][:2] == ["eoschaos", "run"]
 
 
+def test_run_json_names_a_byo_runs_own_input_only_where_it_has_one():
+    config = RunConfig.from_options(
+        workload="byo",
+        command="./orders",
+        input="eoschaos.workloads.byo_orders:order",
+        id_from="json:order_id",
+    )
+    manifest = config.to_manifest()
+    assert (manifest["input"], "input_id_from" in manifest) == (config.pipeline.input, False)
+    line = config.command_line()
+    assert line[line.index("--input") + 1] == "eoschaos.workloads.byo_orders:order"
+    assert "--input-id-from" not in line
+
+
 def test_run_json_names_the_streams_apps_kafka_client_the_clusters_by_default():
     default = RunConfig.from_options(workload="streams", kafka_version="4.3.1")
     assert default.to_manifest()["client_version"] == "4.3.1"

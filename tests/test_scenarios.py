@@ -22,6 +22,7 @@ from browser import rendered_dom, screenshot
 from eoschaos.chaos.schedule import FaultEvent
 from eoschaos.contract.checks import Evidence, needing
 from eoschaos.contract.history import (
+    FINAL_COMMITTED,
     HUNG_ERROR_PREFIX,
     LOG_BATCH_KIND,
     OFFSET_COMMIT,
@@ -30,6 +31,7 @@ from eoschaos.contract.history import (
     instance_history_files,
 )
 from eoschaos.contract.rundir import HISTORY_DIR, read_manifest
+from eoschaos.workloads.harness.reader import IdSource
 
 pytestmark = pytest.mark.cluster
 
@@ -371,6 +373,29 @@ SCENARIOS += [
         must_pass=("delivery.lost", "delivery.duplicate-input"),
     ),
 ]
+ORDERS = {
+    # JSON orders of its own (workloads/byo_orders.py), found by their order_id in and out
+    "workload": "byo",
+    "command": f"{sys.executable} -m eoschaos.workloads.byo_orders",
+    "input": "eoschaos.workloads.byo_orders:order",
+    "id_from": "json:order_id",
+    "faults": "crash",
+}
+SCENARIOS += [
+    Scenario(
+        "byo-orders-crash",
+        {**ORDERS, "duration": 20, "records": 4000},
+        must_pass=BLACK_BOX,
+    ),
+    Scenario(
+        # Writes, then commits its offsets a second later: a crash in between writes twice.
+        "byo-orders-alos-crash",
+        {**ORDERS, "mode": "alos", "duration": 25},
+        must_fail=("delivery.duplicate",),
+        must_pass=ALWAYS,
+        nightly=True,
+    ),
+]
 BY_NAME = {scenario.name: scenario for scenario in SCENARIOS}
 _verdicts: dict[str, dict[str, Any] | Exception] = {}
 _run_again: set[str] = set()  # scenarios already run a second time for a rerun test
@@ -487,15 +512,20 @@ DUPLICATES = ("delivery.duplicate", "delivery.duplicate-input")
 @pytest.mark.parametrize("scenario", _scenarios(lambda s: set(s.must_fail) & set(DUPLICATES)))
 def test_a_duplicate_example_shows_a_copy_as_it_was(verdict_of, scenario):
     """Readers keep a repeated id's later copy raw (a bounded number per reader): the
-    duplicates' examples show the record itself, and it names the example's id."""
-    checks = verdict_of(scenario)["checks"]
+    duplicates' examples show the record itself, and it names the example's id where the
+    run looks for it."""
+    verdict = verdict_of(scenario)
+    id_from = IdSource(read_manifest(Path(verdict["run_dir"])).get("id_from", "key"))
     for name in set(BY_NAME[scenario].must_fail) & set(DUPLICATES):
-        records = [e for e in checks[name]["examples"] if "record" in e]
-        assert records, checks[name]["examples"]
+        records = [e for e in verdict["checks"][name]["examples"] if "record" in e]
+        assert records, verdict["checks"][name]["examples"]
         for example in records:
             record = example["record"]
-            named = [record["key"], *(value for _name, value in record["headers"])]
-            assert str(example["id"]) in named, example
+            headers = [(name, value.encode()) for name, value in record["headers"]]
+            key, value = ((record[part] or "").encode() for part in ("key", "value"))
+            found = id_from.find(key, value, headers)
+            named = [found, *(int(v) for _n, v in headers if v.isdigit())]
+            assert example["id"] in named, example
 
 
 def test_markup_a_pipeline_wrote_shows_as_text_in_a_browser_and_runs_nothing(verdict_of, tmp_path):
@@ -706,3 +736,17 @@ def test_the_coordinators_states_of_the_runs_transactional_ids_are_recorded(verd
         e["txn_id"] for e in events if (e["kind"], e["f"], e["type"]) == ("txn", "commit", "ok")
     )
     assert committed and all(completed[txn_id] >= n for txn_id, n in committed.items())
+
+
+def test_a_pipelines_own_input_records_are_sent_and_found_by_their_id(verdict_of):
+    """--input: the seeder sent the user's JSON orders, and the final committed scan named
+    each by its order_id, as the pipeline's output names it."""
+    run_dir = Path(verdict_of("byo-orders-crash")["run_dir"])
+    manifest = read_manifest(run_dir)
+    scanned = [
+        e
+        for e in history_events(run_dir)
+        if e["process"] == FINAL_COMMITTED and e["topic"] == manifest["input_topic"]
+    ]
+    assert sorted(e["id"] for e in scanned) == list(range(manifest["records"]))
+    assert manifest["input"] == ORDERS["input"]

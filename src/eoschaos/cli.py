@@ -95,6 +95,17 @@ def build_parser() -> argparse.ArgumentParser:
         "(docs/byo.md)",
     )
     run.add_argument(
+        "--input",
+        help="--workload byo, your own input records: MODULE:FUNCTION or FILE.py:FUNCTION, "
+        "called as FUNCTION(id, seed) and returning a dict of key, value and headers "
+        "(docs/byo.md)",
+    )
+    run.add_argument(
+        "--input-id-from",
+        help="with --input, where an input record holds its id: key, header:NAME, json:PATH "
+        "(default: as --id-from)",
+    )
+    run.add_argument(
         "--faults",
         help="comma-separated faults for a random schedule from --seed (docs/schedules.md): "
         "kill, bounce, rolling-restart, pause, partition, isolate-peers, split, latency, "

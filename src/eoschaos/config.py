@@ -31,6 +31,7 @@ from eoschaos.contract.errors import EoschaosError
 from eoschaos.contract.rundir import SCHEDULE_FILE
 from eoschaos.workloads import registry
 from eoschaos.workloads.harness.expected import load_expect
+from eoschaos.workloads.harness.input_records import check_input, load_input
 from eoschaos.workloads.harness.pipeline import PipelineConfig
 from eoschaos.workloads.harness.reader import IdSource
 
@@ -44,6 +45,8 @@ PIPELINE_OPTIONS = (
     "command",
     "id_from",
     "expect",
+    "input",
+    "input_id_from",
     "non_idempotent_seeder",
     "seed",
     "records",
@@ -159,6 +162,9 @@ class RunConfig:
             pipeline.pop(internal)
         if self.workload == "streams":  # the client its app was built against, always named
             pipeline["client_version"] = self.pipeline.client_version or self.kafka_version
+        for optional in ("input", "input_id_from"):  # only where the user gave the input
+            if not pipeline[optional]:
+                pipeline.pop(optional)
         run = asdict(self)
         run.pop("pipeline")
         return {**pipeline, **run, "duration": self.duration, "command": self.command_line()}
@@ -192,6 +198,23 @@ class RunConfig:
             if pipeline.workload != "byo":
                 raise EoschaosError(f"--expect is for --workload byo, not {pipeline.workload}")
             load_expect(pipeline.expect)  # a module that does not load is bad input, now
+        if pipeline.input_id_from and not pipeline.input:
+            raise EoschaosError(
+                "--input-id-from says where --input's records hold their id; "
+                "give --input too, or leave it out"
+            )
+        if pipeline.input:
+            if pipeline.workload != "byo":
+                raise EoschaosError(
+                    f"--input is for --workload byo, not {pipeline.workload} (it parses the "
+                    "seeder's own records)"
+                )
+            try:
+                ids = pipeline.input_ids
+            except ValueError as exc:
+                raise EoschaosError(str(exc)) from exc
+            record_of = load_input(pipeline.input, pipeline.seed)
+            check_input(pipeline.input, record_of, ids, pipeline.records)
         kafka_dist.parse_version(self.kafka_version)
         if pipeline.client_version and not re.fullmatch(r"\d+\.\d+\.\d+", pipeline.client_version):
             raise EoschaosError(
@@ -243,6 +266,10 @@ class RunConfig:
             line += ["--id-from", pipeline.id_from]
         if pipeline.expect:
             line += ["--expect", pipeline.expect]
+        if pipeline.input:
+            line += ["--input", pipeline.input]
+        if pipeline.input_id_from:
+            line += ["--input-id-from", pipeline.input_id_from]
         line += ["--records", str(pipeline.records), "--instances", str(pipeline.instances)]
         line += ["--partitions", str(pipeline.partitions), "--kafka-version", self.kafka_version]
         if pipeline.client_version:

@@ -15,22 +15,21 @@ returned, if it is JSON) with sorted keys and no spaces, else the UTF-8 text as 
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import json
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from eoschaos.contract.errors import EoschaosError
 from eoschaos.contract.history import END_EXPECTED, HistoryWriter
 from eoschaos.workloads.harness.final import committed_records, last_values
+from eoschaos.workloads.harness.reader import IdSource
+from eoschaos.workloads.harness.user_function import load_function
 
 
 @dataclass(frozen=True)
 class InputRecord:
-    """One committed input record as the seeder wrote it (docs/byo.md)."""
+    """One committed input record as the seeder wrote it (docs/byo.md), with its id."""
 
     id: int
     partition: int
@@ -43,30 +42,7 @@ ExpectFunction = Callable[[Iterator[InputRecord]], Mapping[Any, Any]]
 
 def load_expect(spec: str) -> ExpectFunction:
     """`MODULE:FUNCTION` (importable from the working directory) or `FILE.py:FUNCTION`."""
-    where, _, name = spec.rpartition(":")
-    if not where or not name:
-        raise EoschaosError(
-            f"--expect {spec!r} is not MODULE:FUNCTION or FILE.py:FUNCTION; "
-            "e.g. --expect my_expectations.py:counts_per_key"
-        )
-    try:
-        if where.endswith(".py"):
-            path = Path(where)
-            module_spec = importlib.util.spec_from_file_location(path.stem, path)
-            if module_spec is None or module_spec.loader is None or not path.is_file():
-                raise FileNotFoundError(f"no file {path}")
-            module = importlib.util.module_from_spec(module_spec)
-            module_spec.loader.exec_module(module)
-        else:
-            module = importlib.import_module(where)
-    except Exception as exc:  # the user's module: any error is theirs to see, in one line
-        raise EoschaosError(
-            f"--expect {spec!r}: cannot load {where}: {type(exc).__name__}: {exc}"
-        ) from None
-    function = getattr(module, name, None)
-    if not callable(function):
-        raise EoschaosError(f"--expect {spec!r}: {where} has no function {name!r}")
-    return function
+    return load_function("--expect", spec, "my_expectations.py:counts_per_key")
 
 
 def canonical(value: Any) -> str:
@@ -81,11 +57,14 @@ def canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
-def _input_records(bootstrap: str, topic: str, timeout: float) -> Iterator[InputRecord]:
+def _input_records(
+    bootstrap: str, topic: str, ids: IdSource, timeout: float
+) -> Iterator[InputRecord]:
     for message in committed_records(bootstrap, topic, timeout):
-        key = message.key() or b""
-        if key.isdigit():  # every seeded record; anything else is not ours to feed in
-            yield InputRecord(int(key), message.partition(), key, message.value() or b"")
+        record_id = ids.extract(message)
+        if record_id is not None:  # every seeded record; anything else is not ours to feed in
+            key, value = message.key() or b"", message.value() or b""
+            yield InputRecord(record_id, message.partition(), key, value)
 
 
 def record_expected(
@@ -93,15 +72,14 @@ def record_expected(
     run_dir: Path,
     function: ExpectFunction,
     input_topic: str,
+    input_ids: IdSource,
     output_topic: str,
     timeout: float,
 ) -> tuple[int, int]:
-    """Call `function` on the committed input, read the output's last values; record both.
-    Returns (expected keys, result keys)."""
-    expected = {
-        str(key): canonical(value)
-        for key, value in function(_input_records(bootstrap, input_topic, timeout)).items()
-    }
+    """Call `function` on the committed input (each record's id where `input_ids` finds it),
+    read the output's last values; record both. Returns (expected keys, result keys)."""
+    records = _input_records(bootstrap, input_topic, input_ids, timeout)
+    expected = {str(key): canonical(value) for key, value in function(records).items()}
     results = last_values(bootstrap, output_topic, timeout)
     with HistoryWriter(run_dir, END_EXPECTED) as history:
         for key, value in sorted(expected.items()):

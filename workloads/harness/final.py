@@ -80,9 +80,10 @@ def final_scan(
     timeout: float,
     progress: Callable[[str], None],
     *,
-    output_ids: tuple[str, IdSource] | None = None,
+    ids: dict[str, IdSource] | None = None,
 ) -> ScanResult:
-    """Read `topics` from the beginning to the end offsets of `isolation`, as of now."""
+    """Read `topics` from the beginning to the end offsets of `isolation`, as of now; `ids`:
+    where each topic's records name their id (TopicReader)."""
     admin = admin_for(bootstrap)
     committed = isolation == "read_committed"
     targets = {
@@ -97,7 +98,7 @@ def final_scan(
             history,
             {t: partition_ids(admin, t) for t in topics},
             isolation,
-            output_ids=output_ids,
+            ids=ids,
             # ids count up from 0 and the scan reads no more records than its end offsets
             repeats_below=sum(targets.values()),
         )

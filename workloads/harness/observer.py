@@ -14,9 +14,7 @@ from pathlib import Path
 
 from eoschaos.contract.history import OBSERVER, HistoryWriter
 from eoschaos.workloads.harness.offsets import admin_for, end_offsets, partition_ids
-from eoschaos.workloads.harness.reader import IdSet, IdSource, TopicReader
-
-KEY_IDS = IdSource("key")
+from eoschaos.workloads.harness.reader import KEY_IDS, IdSet, IdSource, TopicReader
 
 
 class Observer(threading.Thread):
@@ -44,7 +42,7 @@ class Observer(threading.Thread):
             {topic: partition_ids(admin_for(bootstrap), topic)},
             isolation,
             seen=self._seen,
-            output_ids=(topic, id_source),
+            ids={topic: id_source},
             repeats_below=track_ids,
         )
         self._drain_timeout = 0.0

@@ -34,6 +34,7 @@ from eoschaos.contract import instance_env
 from eoschaos.contract.progress import progress_to_stderr
 from eoschaos.workloads.harness.expected import load_expect, record_expected
 from eoschaos.workloads.harness.final import ScanResult, final_scan, record_end_state, wait_settled
+from eoschaos.workloads.harness.input_records import load_input, seeded
 from eoschaos.workloads.harness.observer import Observer
 from eoschaos.workloads.harness.offsets import (
     admin_for,
@@ -41,7 +42,7 @@ from eoschaos.workloads.harness.offsets import (
     group_lag,
     members_with_partitions,
 )
-from eoschaos.workloads.harness.reader import IdSource
+from eoschaos.workloads.harness.reader import KEY_IDS, IdSource
 from eoschaos.workloads.harness.seeder import Seeder
 from eoschaos.workloads.harness.supervisor import InstanceInfo, Launch, Supervisor
 
@@ -78,6 +79,10 @@ class PipelineConfig:
     group: str = "eoschaos-kip447"
     non_idempotent_seeder: bool = False
     id_from: str = "key"  # where output records name their source id (IdSource)
+    # MODULE:FUNCTION giving each id's input record (harness.input_records); empty: the
+    # seeder's own, the id as the key
+    input: str = ""
+    input_id_from: str = ""  # where an input record holds its id (empty: as --id-from says)
     # MODULE:FUNCTION giving the expected final value per output key (harness.expected);
     # set, the output holds results of an aggregation, not copies of input records
     expect: str = ""
@@ -86,6 +91,15 @@ class PipelineConfig:
     # 3.x client on a 4.x cluster keeps the transaction protocol of version 1 (KIP-890).
     client_version: str = ""
     extra_env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def input_ids(self) -> IdSource:
+        """Where an input record holds its id: the key of the seeder's own records; in the
+        user's (`input`), where --input-id-from says, else where --id-from does (a pipeline
+        that keeps the order's id field in place)."""
+        if not self.input:
+            return KEY_IDS
+        return IdSource(self.input_id_from or self.id_from, "--input-id-from")
 
     @property
     def transactional_id_prefix(self) -> str:
@@ -143,6 +157,7 @@ class PipelineWorkload:
         self.bootstrap = bootstrap
         self.instance_bootstrap = instance_bootstrap or (lambda _instance: bootstrap)
         self._expect = load_expect(config.expect) if config.expect else None
+        self._record_of = load_input(config.input, config.seed) if config.input else seeded
         self._crashed: dict[int, int] = {}  # instance -> the last incarnation a crash hit
         self.run_dir = Path(run_dir)
         self.dist = dist
@@ -208,6 +223,7 @@ class PipelineWorkload:
             config.seed_seconds,
             non_idempotent=config.non_idempotent_seeder,
             hold=hold_input,
+            record_of=self._record_of,
         )
         self._seeder.start()
         self._progress(
@@ -437,7 +453,10 @@ class PipelineWorkload:
                 isolation,
                 SCAN_TIMEOUT_S,
                 self._progress,
-                output_ids=(config.output_topic, IdSource(config.id_from)),
+                ids={
+                    config.input_topic: config.input_ids,
+                    config.output_topic: IdSource(config.id_from),
+                },
             )
             self.scans[scan.writer] = scan
         self.pipeline.record_outputs(self.bootstrap, self.run_dir)
@@ -447,6 +466,7 @@ class PipelineWorkload:
                 self.run_dir,
                 self._expect,
                 config.input_topic,
+                config.input_ids,
                 config.output_topic,
                 EXPECTED_READ_TIMEOUT_S,
             )

@@ -29,29 +29,39 @@ class IdSource:
     `json:PATH` (a dotted field path into a JSON value, e.g. json:source.id)."""
 
     spec: str = "key"
+    option: str = "--id-from"  # the option that gave `spec`, named when it is refused
 
     def __post_init__(self) -> None:
         kind, _, name = self.spec.partition(":")
         if self.spec != "key" and (kind not in ("header", "json") or not name):
             raise ValueError(
-                f"--id-from {self.spec!r} is not key, header:NAME or json:PATH "
-                "(e.g. --id-from json:source.id)"
+                f"{self.option} {self.spec!r} is not key, header:NAME or json:PATH "
+                f"(e.g. {self.option} json:source.id)"
             )
 
     def extract(self, message: Message) -> int | None:
+        return self.find(message.key(), message.value(), message.headers())
+
+    def find(
+        self, key: bytes | None, value: bytes | None, headers: list[tuple[str, bytes]] | None
+    ) -> int | None:
+        """The id in a record's parts; None where there is none."""
         kind, _, name = self.spec.partition(":")
         if kind == "key":
-            return _decimal(message.key())
+            return _decimal(key)
         if kind == "header":
-            values = [raw for key, raw in message.headers() or () if key == name]
+            values = [raw for header, raw in headers or () if header == name]
             return _decimal(values[-1]) if values else None
         try:
-            value: Any = json.loads(message.value() or b"")
+            found: Any = json.loads(value or b"")
             for step in name.split("."):
-                value = value[step]
+                found = found[step]
         except (ValueError, KeyError, TypeError, IndexError):
             return None
-        return value if isinstance(value, int) and not isinstance(value, bool) else None
+        return found if isinstance(found, int) and not isinstance(found, bool) else None
+
+
+KEY_IDS = IdSource("key")  # the seeder's own input: the key is the id, as ASCII decimal
 
 
 def _decimal(raw: bytes | None) -> int | None:
@@ -91,11 +101,11 @@ class TopicReader:
         isolation: str,
         *,
         seen: IdSet | None = None,
-        output_ids: tuple[str, IdSource] | None = None,
+        ids: dict[str, IdSource] | None = None,
         repeats_below: int = 0,
     ) -> None:
-        """`output_ids`: (output topic, where its records name their source id); records of
-        any other topic (the input) are named by their key. `repeats_below`: ids below it are
+        """`ids`: where each topic's records name their id (the output's: the input record
+        they came from); a topic not in it names it by its key. `repeats_below`: ids below it are
         watched per topic, and a record whose id this reader already read there is kept as it
         was -- a duplicate's copy, shown with its example."""
         if isolation not in ISOLATIONS:
@@ -103,7 +113,7 @@ class TopicReader:
         self._history = history
         self.isolation = isolation
         self._seen = seen
-        self._output_ids = output_ids
+        self._ids = ids or {}
         self._consumer = Consumer(
             {
                 "bootstrap.servers": bootstrap,
@@ -186,13 +196,10 @@ class TopicReader:
 
     def _record(self, message: Message) -> None:
         fields: dict[str, Any] = lineage_fields(message.headers())  # eoschaos.src.id first
-        named_by = self._output_ids
         if "id" in fields:
             record_id = fields["id"]
-        elif named_by is not None and message.topic() == named_by[0]:
-            record_id = named_by[1].extract(message)
         else:
-            record_id = _decimal(message.key())
+            record_id = self._ids.get(message.topic(), KEY_IDS).extract(message)
         if record_id is not None:
             fields["id"] = record_id
         if "id" not in fields:

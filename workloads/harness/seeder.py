@@ -9,6 +9,7 @@ a `latency` fault of a second or more exceeds it).
 
 from __future__ import annotations
 
+import functools
 import sys
 import threading
 import time
@@ -18,6 +19,7 @@ from pathlib import Path
 from confluent_kafka import KafkaError, Message, Producer
 
 from eoschaos.contract.history import SEEDER, HistoryWriter
+from eoschaos.workloads.harness.input_records import RecordFunction, seeded
 
 STOP_FLUSH_TIMEOUT_S = 15.0
 NON_IDEMPOTENT_REQUEST_TIMEOUT_MS = 1000
@@ -52,12 +54,8 @@ def seeder_producer_config(bootstrap: str, non_idempotent: bool) -> dict[str, ob
     return config
 
 
-def payload(record_id: int) -> bytes:
-    return f"value-{record_id}".encode()
-
-
 class Seeder(threading.Thread):
-    """Produces ids 0..records-1, key = decimal id, partition = id mod partitions.
+    """Produces ids 0..records-1, each id's record (`record_of`), partition = id mod partitions.
 
     Choosing the partition here (instead of the producer's hash) spreads the ids evenly and
     lets the `send` invoke event name the partition before the producer has seen the record.
@@ -74,8 +72,10 @@ class Seeder(threading.Thread):
         *,
         non_idempotent: bool = False,
         hold: Callable[[], bool] | None = None,
+        record_of: RecordFunction = seeded,
     ) -> None:
         super().__init__(name=SEEDER, daemon=True)
+        self._record_of = record_of
         self._hold = hold or (lambda: False)
         self.held_s = 0.0  # seconds the input was held back by `hold`
         self._producer_config = seeder_producer_config(bootstrap, non_idempotent)
@@ -159,22 +159,23 @@ class Seeder(threading.Thread):
         self._history.record(
             "send", "invoke", "send", id=record_id, topic=self._topic, partition=partition
         )
+        record = self._record_of(record_id)
         while True:
             try:
                 producer.produce(
                     self._topic,
-                    key=str(record_id).encode(),
-                    value=payload(record_id),
+                    key=record.key,
+                    value=record.value,
+                    headers=list(record.headers) or None,
                     partition=partition,
-                    on_delivery=self._delivered,
+                    on_delivery=functools.partial(self._delivered, record_id),
                 )
                 break
             except BufferError:  # local queue full: serve delivery reports, then retry
                 producer.poll(0.1)
         producer.poll(0)
 
-    def _delivered(self, error: KafkaError | None, message: Message) -> None:
-        record_id = int(message.key())
+    def _delivered(self, record_id: int, error: KafkaError | None, message: Message) -> None:
         if error is None:
             self.acked += 1
             self._history.record(
