@@ -40,6 +40,9 @@ TAX_RATE = 0.2
 BATCH_RECORDS = 200
 POLL_S = 0.5
 COMMIT_INTERVAL_MS = 1000  # alos: how much a crash may write twice
+# A crashed member holds its partitions until its session expires: with librdkafka's 45 s, a
+# few crashes stall the output for a minute and more.
+SESSION_TIMEOUT_MS = 6000
 TRANSACTION_TIMEOUT_S = 10.0
 
 
@@ -81,6 +84,8 @@ def run() -> None:
             "enable.auto.commit": not transactional,
             "enable.auto.offset.store": False,
             "auto.commit.interval.ms": COMMIT_INTERVAL_MS,
+            "session.timeout.ms": SESSION_TIMEOUT_MS,
+            "heartbeat.interval.ms": SESSION_TIMEOUT_MS // 3,
         }
     )
     producer = Producer(
