@@ -22,6 +22,7 @@ import socket
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -56,6 +57,9 @@ JAVA_OPTIONS = "-Dlog4j2.level=WARN"
 # Verdict parts run at once (`concurrently`): on 2 cores 4 was quicker than 2 or 8 (one
 # measurement each, 5 warm verdicts: 56.8 s, 61.2 s, 65.3 s).
 CONCURRENT_PARTS = 4
+# What SparkContext.setJobGroup sets (SPARK_JOB_GROUP_ID, SPARK_JOB_DESCRIPTION,
+# SPARK_JOB_INTERRUPT_ON_CANCEL): jobs_counted puts the caller's back
+JOB_GROUP_PROPERTIES = ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")
 # For many small checks (tests): C1-only JIT compiles Spark's generated code ~10x cheaper and
 # small histories never run long enough for C2's faster code to pay that back.
 QUICK_JIT = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m"
@@ -145,6 +149,23 @@ def concurrently(spark: SparkSession, *calls: Callable[[], Any]) -> list[Any]:
         return [future.result() for future in futures]
     finally:  # a part that failed (or Ctrl-C) ends the verdict: the parts not begun never begin
         pool.shutdown(wait=False, cancel_futures=True)
+
+
+@contextmanager
+def jobs_counted(spark: SparkSession) -> Iterator[Callable[[], int]]:
+    """Count the Spark jobs run inside the block (its `concurrently` parts included): on a
+    small history a verdict's cost is mostly its number of jobs, so the verdict says how many
+    it took. The block's jobs carry a job group of their own, and the
+    caller's group is back afterwards."""
+    context = spark.sparkContext
+    group = f"eoschaos-{uuid.uuid4().hex}"
+    outer = {key: context.getLocalProperty(key) for key in JOB_GROUP_PROPERTIES}
+    context.setJobGroup(group, "eoschaos verdict")
+    try:
+        yield lambda: len(context.statusTracker().getJobIdsForGroup(group))
+    finally:
+        for key, value in outer.items():
+            context.setLocalProperty(key, value)  # None unsets it
 
 
 def driver_memory() -> str:

@@ -45,7 +45,7 @@ from eoschaos.checkers.log_transactions import (
 from eoschaos.checkers.log_transactions import transaction_table as log_transaction_table
 from eoschaos.checkers.offset_commits import offset_commit_findings
 from eoschaos.checkers.raw_records import attach_raw_records
-from eoschaos.checkers.spark import concurrently
+from eoschaos.checkers.spark import concurrently, jobs_counted
 from eoschaos.checkers.timeline import timeline
 from eoschaos.checkers.transactions import transaction_reads, transaction_stats, transaction_table
 from eoschaos.contract.capabilities import Capabilities
@@ -82,11 +82,14 @@ def check_run(
     nothing (the run driver writes verdict.json). `lineage=False` leaves out the lineage
     section (graph stats, anomaly subgraphs, cycles), for callers that judge checks only."""
     started = time.monotonic()
-    history = load_history(spark, Path(run_dir))
-    try:
-        return _judge(spark, history, started, max_examples, lineage)
-    finally:
-        history.release()
+    with jobs_counted(spark) as jobs:
+        history = load_history(spark, Path(run_dir))
+        try:
+            verdict = _judge(spark, history, started, max_examples, lineage)
+        finally:
+            history.release()
+        verdict["checker"]["jobs"] = jobs()
+    return verdict
 
 
 def _judge(
@@ -280,12 +283,12 @@ def _not_applicable(history: History, census: Census) -> dict[str, str]:
     if not census.log_rows.get(TXN_STATE):
         missing[Evidence.COORDINATOR_STATES] = (
             "the history has no transaction states of the coordinators (writer "
-            f"{LOG_BATCHES}, recorded since history 2026-11-25)"
+            f"{LOG_BATCHES}): the run was recorded by an eoschaos that did not record them"
         )
     if not census.log_rows.get(LOG_BATCH):
         missing[Evidence.BATCH_HEADERS] = (
-            f"the history has no batch headers of the run's partitions (writer {LOG_BATCHES}, "
-            "recorded since history 2026-11-24)"
+            f"the history has no batch headers of the run's partitions (writer {LOG_BATCHES}): "
+            "the run was recorded by an eoschaos that did not record them"
         )
     if not census.log_rows.get(OFFSET_COMMIT):
         missing[Evidence.OFFSET_COMMITS] = (

@@ -271,6 +271,7 @@ def _summary(verdict: dict) -> str:
         ["Kafka", verdict.get("kafka_version")],
         ["backend", verdict.get("backend")],
         ["checked in", _seconds(_dict(verdict.get("checker")).get("seconds"))],
+        ["Spark jobs", _dict(verdict.get("checker")).get("jobs")],
     ]
     parts.append(_table(["run", "value"], [row for row in rows if row[1] not in (None, "")]))
     return "".join(parts)
@@ -511,7 +512,7 @@ def _forensics(verdict: dict) -> str:
     if forensics.get("recorded") is False:
         return (
             f"{head}<p class='muted'>This history holds no batch headers of the brokers' logs "
-            "(recorded since 2026-11-24, process and container runs): nothing to show.</p>"
+            "(an older eoschaos recorded this run): nothing to show.</p>"
             "</section>"
         )
     if not examples:

@@ -123,7 +123,12 @@ def verdict(result: str = "FAIL") -> dict:
             "lanes": lanes(),
         },
         "lineage": lineage() if result == "FAIL" else {},
-        "checker": {"seconds": 12.5, "spark_master": "local[*]", "spark_version": "4.3.0"},
+        "checker": {
+            "seconds": 12.5,
+            "jobs": 37,
+            "spark_master": "local[*]",
+            "spark_version": "4.3.0",
+        },
         "cluster": {"metadata_version": "4.3-IV0", "transaction_version": "2"},
         "config": {
             "versions": {"eoschaos": "0.1.0", "confluent_kafka": "2.16.1", "librdkafka": "2.16.1"}
@@ -249,6 +254,12 @@ def test_a_passing_verdict_renders_pass_and_every_check():
     assert '<div class="verdict PASS">PASS</div>' in document
     assert "delivery.duplicate" in document and "delivery.lost" in document
     assert 'class="badge FAIL"' not in document
+
+
+def test_the_run_table_says_how_long_the_check_took_and_in_how_many_spark_jobs():
+    document = render_report(verdict("PASS"))
+    assert "<td>checked in</td><td>12.5 s</td>" in document
+    assert '<td>Spark jobs</td><td class="num">37</td>' in document
 
 
 def test_a_failing_verdict_renders_fail_with_its_example_records():

@@ -94,6 +94,20 @@ def test_verdict_names_the_run_and_the_checker(clean, spark):
     assert verdict["checker"]["events"] > 512 * 4
 
 
+def test_the_verdict_counts_the_spark_jobs_it_ran_and_leaves_the_callers_job_group(clean, spark):
+    context = spark.sparkContext
+    context.setJobGroup("caller", "a caller's own group")
+    try:
+        # Spark's own job counter (internal): every job the session started while it judged
+        first_job = context._jsc.sc().dagScheduler().nextJobId()
+        verdict = check_run(spark, clean[0].run_dir, lineage=False)
+        started = context._jsc.sc().dagScheduler().nextJobId() - first_job
+        assert verdict["checker"]["jobs"] == started > 0
+        assert context.getLocalProperty("spark.jobGroup.id") == "caller"
+    finally:
+        context.setLocalProperty("spark.jobGroup.id", None)
+
+
 def test_timeline_pairs_each_fault_with_its_heal(clean):
     faults = clean[1]["timeline"]["faults"]
     assert [(f["f"], f["target"]) for f in faults] == [("kill", "broker-2")]
