@@ -92,8 +92,8 @@ def compact_history(spark: SparkSession, run_dir: Path) -> None:
 
     One pass: the JSON is parsed once, by the write, which counts the lines that did not parse
     as it goes (an observed metric). Only when it found some are they fetched and classified,
-    in a second pass. (Caching the parsed lines to ask about them first cost more than the
-    parse itself: 2.7 s of a 5.2 s compaction of a 144k-event run.)
+    in a second pass. (Caching the parsed lines to ask about them first costs more than the
+    parse itself.)
 
     Written beside the target and renamed into place, with the damage notes inside, so a
     crash or refused damage never leaves a history.parquet that claims to be complete.
@@ -199,8 +199,8 @@ def _jsonl_lines(spark: SparkSession, directory: Path) -> DataFrame:
 
 def _raw_jsonl(spark: SparkSession, directory: Path) -> DataFrame:
     """_jsonl_lines with the file each line came from, which a damage note names. Only where
-    damage is looked for: the column is not pruned from a write that never reads it, and at 10M
-    input records it made compaction 30-40 s slower (docs/benchmarks.md)."""
+    damage is looked for: the column is not pruned from a write that never reads it, and on a
+    large history it makes compaction measurably slower (docs/benchmarks.md)."""
     return _jsonl_lines(spark, directory).select("*", F.col("_metadata.file_path").alias("_file"))
 
 

@@ -7,7 +7,7 @@ where a plan already sorted its input (streaming beats a hash map of millions of
 
 PySpark's DataFrame debugging is off: with it, every DataFrame and Column call also records its
 Python call site in the JVM (five py4j round trips each), about two thirds of the round trips a
-check makes while it builds its plans -- 2 s of a 5.5 s check of a small history.
+check makes while it builds its plans, the larger part of a small history's check.
 
 A cluster master (spark://) is asked three things before a check relies on it, each with a
 bound, because Spark itself would retry for a minute and then print a JVM stack trace: does
