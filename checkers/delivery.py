@@ -13,7 +13,7 @@ from pyspark.sql import functions as F
 
 from eoschaos.checkers.findings import explode_findings, finding
 from eoschaos.checkers.history_io import History
-from eoschaos.contract.checks import DUPLICATE, DUPLICATE_INPUT, LOST, PHANTOM
+from eoschaos.contract.checks import DUPLICATE, DUPLICATE_INPUT, LOST, PHANTOM, UNSEEN
 from eoschaos.contract.history import FINAL_COMMITTED
 
 OFFSET_BITS = 40  # place = partition << 40 | offset: offsets below 2^40, partitions below 2^23
@@ -42,8 +42,13 @@ def _at(place_column: str) -> Column:
 SENT, ACKED, INPUT, OUTPUT = 0, 1, 2, 3
 
 
-def delivery_findings(history: History) -> DataFrame:
-    """Anomaly rows of the delivery checks."""
+def delivery_findings(
+    history: History, committed: dict[int, int | None] | None = None
+) -> DataFrame:
+    """Anomaly rows of the delivery checks. `committed`: the group's final committed offset
+    of each input partition (liveness.committed_offsets), which parts a record never
+    delivered into lost (the pipeline moved past it) and unseen (it never got there); None
+    where the group's offsets are not known, and every such record is lost."""
     acked = F.col("type") == "ok"
     sends = history.kind("send").select(
         "id",
@@ -97,15 +102,31 @@ def delivery_findings(history: History) -> DataFrame:
         return identity + F.when(F.col(kept) == 1, 0.0).otherwise(1e15)
 
     input_place = F.coalesce("in_first", "ack_place")
+    undelivered = F.col("exists") & (F.col("out_n") == 0)
+    group_offset = _group_offset(_partition_of("input_place"), committed or {})
+    # a partition the group never committed: every record in it is at or above its offset
+    unseen = _offset_of("input_place") >= F.coalesce(group_offset, F.lit(-1))
+    if committed is None:
+        unseen = F.lit(False)
     return explode_findings(
         per_id.withColumn("input_place", input_place),
         finding(
-            F.col("exists") & (F.col("out_n") == 0),
+            undelivered & ~unseen,
             LOST.name,
             identity,
             id=F.col("id"),
             partition=_partition_of("input_place"),
             offset=_offset_of("input_place"),
+            acked=F.col("acked") == 1,
+        ),
+        finding(
+            undelivered & unseen,
+            UNSEEN.name,
+            identity,
+            id=F.col("id"),
+            partition=_partition_of("input_place"),
+            offset=_offset_of("input_place"),
+            group_offset=group_offset,
             acked=F.col("acked") == 1,
         ),
         finding(
@@ -139,3 +160,16 @@ def delivery_findings(history: History) -> DataFrame:
             last=_at("in_last"),
         ),
     )
+
+
+def _group_offset(partition: Column, committed: dict[int, int | None]) -> Column:
+    """The group's committed offset of `partition` as a literal lookup: a few partitions,
+    so a CASE beats a join (null: never committed, or no such partition)."""
+    known = sorted((number, value) for number, value in committed.items() if value is not None)
+    if not known:
+        return F.lit(None).cast("long")
+    (first, first_value), *rest = known
+    offset = F.when(partition == first, F.lit(first_value))
+    for number, value in rest:
+        offset = offset.when(partition == number, F.lit(value))
+    return offset.cast("long")

@@ -28,11 +28,7 @@ def liveness_tallies(census: Census, input_topic: str, max_examples: int) -> dic
         for row in log_end
         if row["lso"] is not None and row["offset"] is not None and row["lso"] < row["offset"]
     ]
-    group_offsets = {
-        row["partition"]: row["offset"]
-        for row in census.end_rows_of("group-offset")
-        if row["topic"] in (input_topic, None)
-    }
+    group_offsets = committed_offsets(census, input_topic)
     groups_behind = [
         {
             "partition": row["partition"],
@@ -47,6 +43,16 @@ def liveness_tallies(census: Census, input_topic: str, max_examples: int) -> dic
         OPEN_TRANSACTIONS.name: _tally(open_txns, ["txn_id"], max_examples),
         LSO.name: _tally(lso_behind, ["topic", "partition"], max_examples),
         GROUP_OFFSETS.name: _tally(groups_behind, ["partition"], max_examples),
+    }
+
+
+def committed_offsets(census: Census, input_topic: str) -> dict[int, int | None]:
+    """The group's committed offset of each input partition at the end (None: never
+    committed), from the end state's group-offset rows."""
+    return {
+        row["partition"]: row["offset"]
+        for row in census.end_rows_of("group-offset")
+        if row["topic"] in (input_topic, None)
     }
 
 

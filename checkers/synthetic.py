@@ -23,8 +23,10 @@ The model (numbers are fields of RunShape; S = per_partition * output_partitions
   record of it (a session per instance, then Ongoing, Prepare and Complete), and its offset
   commit resolved by its marker. Instance i is producer 1000 + i at epoch 0.
 Anomalies that need extra records (lost, duplicate, phantom, duplicate-input, zombie-write) are
-written by extra transactions after the last slot; the ones about what a reader saw edit the
-observer's reads of chosen slots, one slot per planted anomaly so that plants never interact.
+written by extra transactions after the last slot; unseen records are sent last, at the end
+of the last input partition, and never consumed (the group's committed offset stays at the
+first); the ones about what a reader saw edit the observer's reads of chosen slots, one slot
+per planted anomaly so that plants never interact.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from eoschaos.checkers.history_io import event_schema, write_parquet
-from eoschaos.contract.checks import CATALOGUE
+from eoschaos.contract.checks import CATALOGUE, GROUP_OFFSETS
 from eoschaos.contract.history import (
     CONSUMER_OFFSETS_TOPIC,
     END_AGGREGATES,
@@ -191,6 +193,7 @@ class Plants:
     open_transaction: int = 0
     lso_behind: int = 0
     group_offsets_behind: int = 0
+    unseen: int = 0  # input records at the end of the last partition, never consumed
     aggregate_mismatch: int = 0
     stale_commit: int = 0
     input_committed_twice: int = 0
@@ -204,6 +207,9 @@ class Plants:
         expected: dict[str, int] = {}
         for plant, check in CAUGHT_BY:
             count = getattr(self, plant) * (shape.txn_size if plant == "order_skip" else 1)
+            if plant == "unseen" and check == GROUP_OFFSETS.name:
+                # counted by partition: the unseen records' one, unless already behind
+                count = int(bool(self.unseen) and self.group_offsets_behind < shape.partitions)
             if count:
                 expected[check] = expected.get(check, 0) + count
         return expected
@@ -805,6 +811,12 @@ class _Tail:
         self.recommitted: list[dict[str, int]] = []
         for n in range(plants.input_committed_twice):
             self._input_committed_twice(n)
+        self._last_records_delivered()
+        self.unseen: list[dict[str, int]] = []
+        for _ in range(plants.unseen):
+            id_ = self._fresh_id()
+            place = self._input_record(id_, shape.partitions - 1, sent=True)
+            self.unseen.append({"id": id_, **place})
         self.end_time = shape.slot_time(self.u + 1)
         self._end_state()
 
@@ -859,6 +871,20 @@ class _Tail:
             isolation=isolation,
             **more,
         )
+
+    def _last_records_delivered(self) -> None:
+        """One committed transaction consuming and copying a fresh record at the end of each
+        partition that group_offsets_behind leaves uncommitted: the group stops one record
+        short of a record that was delivered, which is behind but neither lost nor unseen."""
+        s, behind = self.shape, self.plants.group_offsets_behind
+        if behind > s.partitions:
+            raise ValueError(f"group_offsets_behind must be <= {s.partitions} partitions")
+        if not behind:
+            return
+        ids = [self._fresh_id() for _ in range(behind)]
+        consumed = [self._input_record(id_, p, sent=True) for p, id_ in enumerate(ids)]
+        outputs = [{"id": id_, **_source(c)} for id_, c in zip(ids, consumed, strict=True)]
+        self._transaction(0, s.generation(s.slots - 1), consumed, outputs)
 
     def _fresh_id(self) -> int:
         self.next_id += 1
@@ -1075,8 +1101,10 @@ class _Tail:
                 offset=end,
                 lso=lso,
             )
+        first_unseen = {u["partition"]: u["offset"] for u in reversed(self.unseen)}
         for p, end in enumerate(self.input_end):
             committed = end - 1 if p < plants.group_offsets_behind else end
+            committed = min(committed, first_unseen.get(p, end))
             self._event(
                 "end",
                 "ok",
@@ -1150,6 +1178,7 @@ class _Tail:
             "group_offsets_behind": [
                 {"partition": p} for p in range(self.plants.group_offsets_behind)
             ],
+            "unseen": self.unseen,
             "aggregate_mismatch": [
                 {"key": str(key)} for key in range(self.plants.aggregate_mismatch)
             ],
@@ -1193,3 +1222,8 @@ def _manifest(shape: RunShape, seed: int, end_time: float) -> dict[str, Any]:
         "start": shape.start,
         "end": end_time + 60.0,
     }
+
+
+def _source(consumed: dict[str, int]) -> dict[str, int]:
+    """An output record's lineage fields for the input record it copies."""
+    return {"src_partition": consumed["partition"], "src_offset": consumed["offset"]}

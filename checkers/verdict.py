@@ -55,6 +55,7 @@ from eoschaos.contract.checks import (
     EXPECTED_OUTPUT,
     TORN_TRANSACTION,
     UNCOMMITTED_OFFSET_READ,
+    UNSEEN,
     ZOMBIE_WRITE,
     CheckResult,
     Evidence,
@@ -104,7 +105,12 @@ def _judge(
     if Pass.OFFSETS in passes:
         parts.append(isolation.offset_findings(history, census))
     if Pass.DELIVERY in passes:
-        parts.append(delivery.delivery_findings(history))
+        committed = (
+            liveness.committed_offsets(census, history.input_topic)
+            if UNSEEN.name in applicable
+            else None
+        )
+        parts.append(delivery.delivery_findings(history, committed))
     txn_stats: dict[str, Any] = {}
     txns = None
     if passes & {Pass.TRANSACTION_READS, Pass.ZOMBIES}:

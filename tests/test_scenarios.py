@@ -46,6 +46,7 @@ ALWAYS = (
     "isolation.inconsistent-offsets",
     "liveness.lso",
     "liveness.group-offsets",
+    "liveness.unseen",
 )
 TRANSACTIONAL = (*ALWAYS, "liveness.open-transactions")
 # Judged from the brokers' logs, for any pipeline that uses transactions and a consumer group.
@@ -76,7 +77,11 @@ BLACK_BOX = (
 
 
 # An aggregating pipeline (--expect) writes results, not copies: no input id to follow.
-AGGREGATING = tuple(check for check in ALWAYS if check not in ("delivery.lost", "delivery.phantom"))
+AGGREGATING = tuple(
+    check
+    for check in ALWAYS
+    if check not in ("delivery.lost", "delivery.phantom", "liveness.unseen")
+)
 
 
 # Spark keeps its source offsets in its checkpoint: no group offsets, and no offset commits.
@@ -371,6 +376,35 @@ SCENARIOS += [
         },
         must_fail=("delivery.phantom",),
         must_pass=("delivery.lost", "delivery.duplicate-input"),
+    ),
+]
+STALLS = {
+    # Copies everything but input partition 1 past its 50th record (tests/byo_stalls.py); the
+    # harness waits out its catch-up bound for the records it never writes, hence nightly.
+    "workload": "byo",
+    "command": f"{sys.executable} {Path(__file__).parent / 'byo_stalls.py'}",
+    "mode": "alos",
+    "faults": "",
+    "duration": 12,
+    "records": 1000,
+    "instances": 1,
+}
+SCENARIOS += [
+    Scenario(
+        # It stops fetching partition 1: the rest of it is unseen, and nothing is lost.
+        "byo-stalls",
+        STALLS,
+        must_fail=("liveness.unseen", "liveness.group-offsets"),
+        must_pass=("delivery.lost", "delivery.duplicate", "delivery.phantom"),
+        nightly=True,
+    ),
+    Scenario(
+        # It consumes and commits partition 1 on, writing none of it: lost, not unseen.
+        "byo-skips",
+        {**STALLS, "command": f"{STALLS['command']} --skip"},
+        must_fail=("delivery.lost",),
+        must_pass=("liveness.unseen", "liveness.group-offsets", "delivery.duplicate"),
+        nightly=True,
     ),
 ]
 ORDERS = {

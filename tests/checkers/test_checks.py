@@ -191,6 +191,28 @@ def test_examples_are_capped_but_the_count_is_not(spark, tmp_path):
     assert (result["count"], len(result["examples"])) == (4, 3)
 
 
+def test_a_record_the_pipeline_never_reached_is_unseen_not_lost(spark, tmp_path):
+    """Jepsen's unseen against lost-write: the group's committed offset stayed at the first of
+    the records never delivered, so nothing was skipped; the pipeline stalled there."""
+    run = write_synthetic(spark, tmp_path, SHAPE, Plants(unseen=2), parquet=False)
+    verdict = check_run(spark, run.run_dir, lineage=False)
+    assert failing_counts(verdict) == {"liveness.unseen": 2, "liveness.group-offsets": 1}
+    first = run.planted["unseen"][0]
+    examples = verdict["checks"]["liveness.unseen"]["examples"]
+    assert [e["id"] for e in examples] == [u["id"] for u in run.planted["unseen"]]
+    assert {e["group_offset"] for e in examples} == {first["offset"]}
+
+
+def test_without_the_groups_offsets_a_record_never_delivered_is_lost(spark, tmp_path):
+    run = write_synthetic(spark, tmp_path, SHAPE, Plants(unseen=2), parquet=False)
+    end_state = run.run_dir / "history" / "end-state.jsonl"
+    lines = end_state.read_text().splitlines(keepends=True)
+    end_state.write_text("".join(line for line in lines if '"group-offset"' not in line))
+    verdict = check_run(spark, run.run_dir, lineage=False)
+    assert failing_counts(verdict) == {"delivery.lost": 2}
+    assert "liveness.unseen" in verdict["not_applicable"]
+
+
 def test_fenced_attempts_are_counted_without_failing(spark, tmp_path):
     run = write_synthetic(spark, tmp_path, SHAPE, Plants(fenced_attempts=2))
     verdict = check_run(spark, run.run_dir, lineage=False)
@@ -229,6 +251,7 @@ def test_history_without_end_state_lists_liveness_and_offset_reads_as_not_applic
         [
             "liveness.lso",
             "liveness.group-offsets",
+            "liveness.unseen",
             "liveness.open-transactions",
             "isolation.aborted-offset-read",
             *NEVER_APPLIED,

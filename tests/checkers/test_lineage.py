@@ -258,10 +258,11 @@ def test_every_record_anomaly_the_checkers_report_is_drawn_with_its_nodes_marked
     checks = results_of(check_run(spark, run.run_dir, lineage=False))
     failed = {name for name, check in checks.items() if check.failed}
     drawn = anomaly_subgraphs(load_history(spark, run.run_dir), checks, INPUT, OUTPUT, 20)
-    # liveness examples name partitions and transactional.ids, aggregate ones keys, stale
-    # commits a transactional.id and a moment: no lineage
+    # liveness examples name partitions and transactional.ids (unseen's name input records),
+    # aggregate ones keys, stale commits a transactional.id and a moment: no lineage
     not_records = ("liveness.", "aggregate.", "fencing.stale-commit")
-    assert {a["check"] for a in drawn} == {n for n in failed if not n.startswith(not_records)}
+    records = {n for n in failed if not n.startswith(not_records) or n == "liveness.unseen"}
+    assert {a["check"] for a in drawn} == records
     assert all(marked(drawing) for drawing in drawn)
 
 

@@ -82,7 +82,9 @@ class CheckSpec:
 LOST = CheckSpec(
     "delivery.lost",
     "An acknowledged input record (or one in the final input scan) has no record in the "
-    "final committed output.",
+    "final committed output, and the pipeline moved past it: its input offset is below the "
+    "group's final committed offset of its partition (every such record, where the end "
+    "state holds no group offsets).",
     Pass.DELIVERY,
     (Evidence.FINAL_SCAN, Evidence.OUTPUT_COPIES),
     look="follow an example id's lineage: which transaction consumed it, whether its commit "
@@ -299,6 +301,21 @@ GROUP_OFFSETS = CheckSpec(
     "instance on the timeline) before the input's end",
     plants=("group_offsets_behind",),
 )
+UNSEEN = CheckSpec(
+    "liveness.unseen",
+    "An acknowledged input record (or one in the final input scan) has no record in the "
+    "final committed output and sits at or above the group's final committed offset of its "
+    "partition: the pipeline never moved past it (it stalled), so it is unseen, not lost "
+    "(Jepsen's unseen against lost-write).",
+    Pass.DELIVERY,
+    (Evidence.FINAL_SCAN, Evidence.OUTPUT_COPIES, Evidence.END_STATE, Evidence.GROUP_OFFSETS),
+    # the group's committed offset of that partition stayed below the input's end
+    implies=(GROUP_OFFSETS.name,),
+    look="the examples' partitions and the group's committed offset of each: the instance "
+    "that owned them hung, exited or stopped fetching (its lane on the timeline)",
+    plants=("unseen",),
+    examples_on_input=True,
+)
 AGGREGATE_MISMATCH = CheckSpec(
     "aggregate.mismatch",
     "A stateful pipeline's final aggregate of a key (count, sum, min, max of the ids; the "
@@ -345,6 +362,7 @@ CATALOGUE: dict[str, CheckSpec] = {
         HANGING_TRANSACTION,
         LSO,
         GROUP_OFFSETS,
+        UNSEEN,
         AGGREGATE_MISMATCH,
         EXPECTED_OUTPUT,
     )
