@@ -41,6 +41,7 @@ from eoschaos.clusters.images import build_image
 from eoschaos.contract.errors import EoschaosError
 from eoschaos.contract.history import NEMESIS
 from eoschaos.contract.rundir import CLUSTER_FILE, HISTORY_DIR
+from eoschaos.run import WarmJudge
 from eoschaos.workloads.smoke import create_topic, run_smoke
 
 pytestmark = pytest.mark.cluster
@@ -324,10 +325,13 @@ def test_cluster_comes_back_after_every_node_was_killed_at_once(cluster):
 # ----------------------------------------------------------------------------- scenarios
 
 
-def _verdict(cluster: ContainerCluster, run_dir: Path, faults: str, **options) -> dict:
-    """One kip447 run on the containers cluster (seed 1 unless given), judged like any other."""
+def _verdict(
+    cluster: ContainerCluster, judge: WarmJudge, run_dir: Path, faults: str, **options
+) -> dict:
+    """One kip447 run on the containers cluster (seed 1 unless given), judged like any other,
+    in the pytest session's warm Spark (the plugin's eoschaos_judge)."""
     from eoschaos.config import RunConfig
-    from eoschaos.run import judge_run, record_run
+    from eoschaos.run import record_run
 
     suffix = uuid.uuid4().hex[:8]
     config = RunConfig.from_options(
@@ -339,14 +343,23 @@ def _verdict(cluster: ContainerCluster, run_dir: Path, faults: str, **options) -
         **{"seed": 1, **options},
     )
     record_run(config, run_dir, cluster=cluster, progress=_quiet)
-    return judge_run(run_dir, progress=_quiet)
+    return judge.judge(run_dir)[0]
 
 
-def test_eos_pipeline_passes_under_broker_kill_and_zombie_in_containers(cluster, tmp_path):
+def test_eos_pipeline_passes_under_broker_kill_and_zombie_in_containers(
+    cluster, eoschaos_judge, tmp_path
+):
     # Seed 5 schedules the zombie first and the kill at 15.7 s: both start however long a
     # loaded machine takes to restart a broker (seed 1's kill-then-zombie did not, at 54 s).
     verdict = _verdict(
-        cluster, tmp_path, "kill,zombie", mode="eos", duration=32, records=12000, seed=5
+        cluster,
+        eoschaos_judge,
+        tmp_path,
+        "kill,zombie",
+        mode="eos",
+        duration=32,
+        records=12000,
+        seed=5,
     )
     failed = {name for name, check in verdict["checks"].items() if check["verdict"] != "PASS"}
     assert verdict["verdict"] == "PASS" and not failed, (failed, tmp_path)
@@ -356,8 +369,12 @@ def test_eos_pipeline_passes_under_broker_kill_and_zombie_in_containers(cluster,
 
 
 @pytest.mark.chaos  # nightly: CI has the eos run in containers and alos on the process backend
-def test_alos_pipeline_fails_with_duplicates_under_kill_and_crash_in_containers(cluster, tmp_path):
-    verdict = _verdict(cluster, tmp_path, "kill,crash", mode="alos", duration=30, records=12000)
+def test_alos_pipeline_fails_with_duplicates_under_kill_and_crash_in_containers(
+    cluster, eoschaos_judge, tmp_path
+):
+    verdict = _verdict(
+        cluster, eoschaos_judge, tmp_path, "kill,crash", mode="alos", duration=30, records=12000
+    )
     duplicate = verdict["checks"]["delivery.duplicate"]
     assert verdict["verdict"] == "FAIL"
     assert duplicate["verdict"] == "FAIL" and duplicate["count"] > 0 and duplicate["examples"]
