@@ -105,9 +105,11 @@ def delivery_findings(
     undelivered = F.col("exists") & (F.col("out_n") == 0)
     group_offset = _group_offset(_partition_of("input_place"), committed or {})
     # a partition the group never committed: every record in it is at or above its offset
-    unseen = _offset_of("input_place") >= F.coalesce(group_offset, F.lit(-1))
-    if committed is None:
-        unseen = F.lit(False)
+    unseen = (
+        F.lit(False)
+        if committed is None
+        else _offset_of("input_place") >= F.coalesce(group_offset, F.lit(-1))
+    )
     return explode_findings(
         per_id.withColumn("input_place", input_place),
         finding(

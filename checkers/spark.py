@@ -155,8 +155,7 @@ def concurrently(spark: SparkSession, *calls: Callable[[], Any]) -> list[Any]:
 def jobs_counted(spark: SparkSession) -> Iterator[Callable[[], int]]:
     """Count the Spark jobs run inside the block (its `concurrently` parts included): on a
     small history a verdict's cost is mostly its number of jobs, so the verdict says how many
-    it took. The block's jobs carry a job group of their own, and the
-    caller's group is back afterwards."""
+    it took. The block's jobs carry a job group of their own; the caller's is back afterwards."""
     context = spark.sparkContext
     group = f"eoschaos-{uuid.uuid4().hex}"
     outer = {key: context.getLocalProperty(key) for key in JOB_GROUP_PROPERTIES}

@@ -1085,8 +1085,6 @@ class _Tail:
         ends += [(INPUT_TOPIC, p, e) for p, e in enumerate(self.input_end)]
         if plants.lso_behind > len(ends):
             raise ValueError(f"lso_behind must be <= {len(ends)} partitions")
-        if plants.group_offsets_behind > s.partitions:
-            raise ValueError(f"group_offsets_behind must be <= {s.partitions} partitions")
         self.lso_behind = ends[: plants.lso_behind]
         for n, (topic, p, end) in enumerate(ends):
             lso = end - 1 if n < plants.lso_behind else end

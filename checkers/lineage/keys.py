@@ -42,8 +42,8 @@ def txn_fits_long() -> Column:
 def txn_long() -> Column:
     """txn_column packed in one long, for a plan that shuffles and groups every output read by
     its transaction: a long costs less than a struct to shuffle, hash and compare. Two
-    transactions share a long only if one does not
-    fit (txn_fits_long): use it only on a history where every one does."""
+    transactions share a long only if one does not fit (txn_fits_long): use it only on a
+    history where every one does."""
     packed, shift = F.lit(0).cast("long"), sum(TXN_LONG_BITS)
     for name, bits in zip(TXN_KEY_FIELDS, TXN_LONG_BITS, strict=True):
         shift -= bits
