@@ -209,11 +209,18 @@ class ClusterBase(ABC):
         expected = set(self.spec.node_ids)
         admin.wait_healthy(self.bootstrap, expected, timeout, self._watchdog_progress)
         self._say("brokers registered; creating and probing the internal topics")
-        self._probe_internal_topics(deadline)
-        admin.wait_healthy(
-            self.bootstrap, expected, max(5.0, deadline - time.monotonic()), self._watchdog_progress
-        )
-        features = admin.finalized_features(self.dist, self.bootstrap)
+        # The feature levels were fixed when the log dirs were formatted: Kafka's tool (a JVM
+        # of its own) reads them while the probe waits on the brokers.
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            reading = pool.submit(admin.finalized_features, self.dist, self.bootstrap)
+            self._probe_internal_topics(deadline)
+            admin.wait_healthy(
+                self.bootstrap,
+                expected,
+                max(5.0, deadline - time.monotonic()),
+                self._watchdog_progress,
+            )
+            features = reading.result()
         self.info = ClusterInfo(
             run_dir=str(self.run_dir),
             backend=self.backend,

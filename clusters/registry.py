@@ -5,12 +5,18 @@ crash, and how such a directory is stopped."""
 from __future__ import annotations
 
 import hashlib
+import signal
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from eoschaos.clusters import packet_drop, processes
 from eoschaos.contract.host import cache_root
 from eoschaos.contract.rundir import CLUSTER_FILE
+
+# A node whose peers have all exited cannot finish its controlled shutdown: it waits on a
+# quorum that left. It gets this long, not the whole stop timeout, before SIGKILL.
+LAST_NODE_GRACE_S = 1.0
 
 
 def is_run_dir(path: Path) -> bool:
@@ -59,9 +65,10 @@ def stop_run_dir(run_dir: Path, timeout: float = 5.0) -> list[str]:
     nodes = [p for p in procs if p.name != "toxiproxy"]
     rest = [p for p in procs if p.name == "toxiproxy"]
     stopped = []
+    _stop_nodes(nodes, timeout)
+    with ThreadPoolExecutor(max_workers=max(1, len(rest))) as pool:
+        list(pool.map(lambda p: processes.terminate(p, timeout), rest))
     for group in (nodes, rest):
-        with ThreadPoolExecutor(max_workers=max(1, len(group))) as pool:
-            list(pool.map(lambda p: processes.terminate(p, timeout), group))
         for proc in group:
             processes.remove_pid_file(pid_dir, proc.name)
             stopped.append(proc.name)
@@ -70,3 +77,22 @@ def stop_run_dir(run_dir: Path, timeout: float = 5.0) -> list[str]:
     unregister_run_dir(run_dir)
     packet_drop.release_tagged(packet_drop.tag_for(run_dir))  # a stranded connection's rules
     return stopped
+
+
+def _stop_nodes(nodes: list[processes.ManagedProcess], timeout: float) -> None:
+    """SIGTERM (and SIGCONT, for a paused one) to every node at once; SIGKILL to any left after
+    `timeout`, or to the last one once it has been alone for LAST_NODE_GRACE_S."""
+    live = [proc for proc in nodes if processes.signal_group(proc, signal.SIGTERM)]
+    for proc in live:
+        processes.signal_group(proc, signal.SIGCONT)
+    deadline = time.monotonic() + timeout
+    alone_since: float | None = None
+    while live and time.monotonic() < deadline:
+        live = [proc for proc in live if proc.alive()]
+        if len(live) == 1 and len(nodes) > 1:
+            alone_since = alone_since or time.monotonic()
+            if time.monotonic() - alone_since >= LAST_NODE_GRACE_S:
+                break
+        time.sleep(0.05)
+    for proc in live:
+        processes.kill(proc)

@@ -235,3 +235,29 @@ def test_terminate_stops_a_paused_process(tmp_path):
 def test_cluster_ids_never_start_with_a_dash():
     ids = [new_cluster_id() for _ in range(2000)]  # about 1 in 64 raw ids starts with '-'
     assert all(len(i) == 22 and not i.startswith("-") for i in ids)
+
+
+def test_the_last_node_of_a_stopping_cluster_is_killed_once_its_peers_are_gone(tmp_path):
+    """Nodes stop together. Two exit on SIGTERM; the third, left without a quorum, would wait
+    out a controlled shutdown that cannot finish: it gets a short grace, not the timeout."""
+    from eoschaos.clusters.registry import LAST_NODE_GRACE_S, stop_run_dir
+
+    deaf = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('deaf')"
+    commands = {
+        "node-1": ["sleep", "60"],
+        "node-2": ["sleep", "60"],
+        "node-3": [sys.executable, "-u", "-c", f"{deaf}; time.sleep(60)"],
+    }
+    popens = [
+        processes.spawn(name, command, tmp_path / f"{name}.log", tmp_path / "pids")[0]
+        for name, command in commands.items()
+    ]
+    deadline = time.monotonic() + 10
+    while "deaf" not in (tmp_path / "node-3.log").read_text() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    started = time.monotonic()
+    stopped = stop_run_dir(tmp_path, timeout=30)
+    took = time.monotonic() - started
+    assert sorted(stopped) == sorted(commands)
+    assert LAST_NODE_GRACE_S <= took < LAST_NODE_GRACE_S + 5
+    assert [popen.wait(5) for popen in popens][2] == -signal.SIGKILL
