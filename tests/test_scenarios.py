@@ -254,8 +254,10 @@ SCENARIOS += [
         nightly=True,
     ),
     Scenario(
-        "copier-eos-kill-crash",
-        {"workload": "copier", "partitions": 3, "faults": "kill,crash", "duration": 30},
+        # Crashes alone: a broker kill's heal was half this scenario's time, and CI has broker
+        # kills under kip447 and Streams (the nightly matrix keeps the copier's kill,crash).
+        "copier-eos-crash",
+        {"workload": "copier", "partitions": 3, "faults": "crash", "duration": 25},
         must_pass=BLACK_BOX,
     ),
     Scenario(
