@@ -8,8 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from pyspark.sql import functions as F
+
 from eoschaos.checkers.census import Census
 from eoschaos.checkers.findings import Tally
+from eoschaos.checkers.history_io import History
 from eoschaos.contract.checks import GROUP_OFFSETS, LSO, OPEN_TRANSACTIONS
 
 
@@ -44,6 +47,30 @@ def liveness_tallies(census: Census, input_topic: str, max_examples: int) -> dic
         LSO.name: _tally(lso_behind, ["topic", "partition"], max_examples),
         GROUP_OFFSETS.name: _tally(groups_behind, ["partition"], max_examples),
     }
+
+
+def note_stalled_since(history: History, census: Census, groups_behind: Tally) -> None:
+    """Since when each partition the group fell behind on stalled: seconds into the run at
+    which its first record the group never committed past (at its final committed offset, or
+    its first record if it never committed) was acknowledged to the seeder. Added to each
+    example as `stalled_since_s` (null: that record's acknowledgement is not in the history).
+    One small job over the sends, and only for a run whose group fell behind."""
+    stalled = {e["partition"]: e["group_offset"] or 0 for e in groups_behind.examples}
+    if not stalled or census.start is None:
+        return
+    at_stall = F.lit(False)
+    for partition, offset in stalled.items():
+        at_stall |= (F.col("partition") == partition) & (F.col("offset") == offset)
+    acked = (
+        history.kind("send")
+        .filter((F.col("type") == "ok") & (F.col("topic") == history.input_topic) & at_stall)
+        .groupBy("partition")
+        .agg(F.min("time").alias("time"))
+        .collect()
+    )
+    since = {row["partition"]: round(row["time"] - census.start, 1) for row in acked}
+    for example in groups_behind.examples:
+        example["stalled_since_s"] = since.get(example["partition"])
 
 
 def committed_offsets(census: Census, input_topic: str) -> dict[int, int | None]:

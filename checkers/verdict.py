@@ -53,6 +53,7 @@ from eoschaos.contract.checks import (
     ABORTED_OFFSET_READ,
     CATALOGUE,
     EXPECTED_OUTPUT,
+    GROUP_OFFSETS,
     TORN_TRANSACTION,
     UNCOMMITTED_OFFSET_READ,
     UNSEEN,
@@ -168,6 +169,8 @@ def _judge(
         txn_reads.unpersist()
     if Pass.END_STATE in passes:
         tallies.update(liveness.liveness_tallies(census, history.input_topic, max_examples))
+        if GROUP_OFFSETS.name in applicable:
+            liveness.note_stalled_since(history, census, tallies[GROUP_OFFSETS.name])
     if Pass.AGGREGATES in passes:
         tallies.update(aggregates.aggregate_tallies(history, census, max_examples))
     if Pass.EXPECTED_OUTPUT in passes:

@@ -203,6 +203,30 @@ def test_a_record_the_pipeline_never_reached_is_unseen_not_lost(spark, tmp_path)
     assert {e["group_offset"] for e in examples} == {first["offset"]}
 
 
+def test_a_partition_the_group_stalled_on_says_since_when(spark, tmp_path):
+    """Since the first record it never committed past was acknowledged, in seconds into the
+    run: the moment the pipeline had input it would never move past."""
+    run = write_synthetic(spark, tmp_path, SHAPE, Plants(unseen=2), parquet=False)
+    verdict = check_run(spark, run.run_dir, lineage=False)
+    first = run.planted["unseen"][0]
+    rows = [
+        json.loads(line)
+        for path in (run.run_dir / "history").glob("*.jsonl")
+        for line in path.read_text().splitlines()
+    ]
+    acked = next(
+        row["time"]
+        for row in rows
+        if row["kind"] == "send"
+        and row["type"] == "ok"
+        and (row["partition"], row["offset"]) == (first["partition"], first["offset"])
+    )
+    start = min(row["time"] for row in rows)
+    [example] = verdict["checks"]["liveness.group-offsets"]["examples"]
+    assert example["partition"] == first["partition"]
+    assert example["stalled_since_s"] == round(acked - start, 1) > 0
+
+
 def test_without_the_groups_offsets_a_record_never_delivered_is_lost(spark, tmp_path):
     run = write_synthetic(spark, tmp_path, SHAPE, Plants(unseen=2), parquet=False)
     end_state = run.run_dir / "history" / "end-state.jsonl"
