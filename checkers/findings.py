@@ -108,4 +108,5 @@ def result(spec: CheckSpec, found: Tally | None) -> CheckResult:
         counts=dict(found.counts),
         examples=found.examples,
         evidence=list(spec.sources),
+        jepsen={j.name: j.count(found.count, found.counts) for j in spec.jepsen},
     )

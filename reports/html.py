@@ -295,7 +295,7 @@ def _checks(verdict: dict) -> str:
         link = f'<a href="#check-{esc(name)}">{esc(name)}</a>' if check.examples else esc(name)
         rows.append(
             "<tr>"
-            f"<td>{link}</td>"
+            f"<td>{link}{_jepsen(check)}</td>"
             f"<td>{_badge(check.verdict)}</td>"
             f'<td class="num">{esc(_text(check.count))}</td>'
             f"<td>{esc(', '.join(f'{k}={_text(v)}' for k, v in counts.items()))}</td>"
@@ -309,6 +309,14 @@ def _checks(verdict: dict) -> str:
         f"<tbody>{''.join(rows)}</tbody></table>"
     )
     return "<h2>Checks</h2>" + table + "".join(details)
+
+
+def _jepsen(check: CheckResult) -> str:
+    """Jepsen's names for what the check finds, with their counts, under its own name."""
+    if not check.jepsen:
+        return ""
+    names = ", ".join(f"{name}={_text(count)}" for name, count in check.jepsen.items())
+    return f'<br><span class="muted">Jepsen: {esc(names)}</span>'
 
 
 def _look_at(name: str, check: CheckResult) -> str:

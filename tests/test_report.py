@@ -87,6 +87,7 @@ def verdict(result: str = "FAIL") -> dict:
         "examples": [{"id": 2, "partition": 0, "offset": 5}] if result == "FAIL" else [],
         "description": "one input id with more than one committed output",
         "evidence": ["reads"],
+        "jepsen": {"duplicate": 1 if result == "FAIL" else 0},
     }
     return {
         "verdict": result,
@@ -275,6 +276,12 @@ def test_each_check_says_what_it_was_judged_from():
     document = render_report(verdict("FAIL"))
     row = re.search(r"<tr><td><a href=\"#check-delivery.duplicate\">.*?</tr>", document)
     assert row is not None and "<td>reads</td>" in row.group(0)
+
+
+def test_each_check_names_jepsens_anomalies_it_counts():
+    document = render_report(verdict("FAIL"))
+    row = re.search(r"<tr><td><a href=\"#check-delivery.duplicate\">.*?</tr>", document)
+    assert row is not None and "Jepsen: duplicate=1" in row.group(0)
 
 
 def test_not_applicable_checks_are_listed_with_their_reason():

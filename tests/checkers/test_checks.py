@@ -185,6 +185,36 @@ def test_order_reports_backwards_reads_and_skipped_records_apart(planted):
     assert counts == {"backwards": 2, "skip": 2 * run.shape.txn_size}
 
 
+def test_jepsens_names_count_what_each_check_found_under_them(planted):
+    """Jepsen's nonmonotonic-poll and poll-skip are isolation.order's sub-kinds by name; its
+    lost-write, duplicate and G1a are whole checks."""
+    run, verdict = planted
+    jepsen = {name: check["jepsen"] for name, check in verdict["checks"].items() if check["jepsen"]}
+    plants = run.plants
+    assert jepsen["isolation.order"] == {
+        "nonmonotonic-poll": 2,
+        "poll-skip": 2 * run.shape.txn_size,
+    }
+    assert jepsen["delivery.lost"] == {"lost-write": plants.lost}
+    assert jepsen["delivery.duplicate"] == {
+        "duplicate": verdict["checks"]["delivery.duplicate"]["count"]
+    }
+    assert jepsen["isolation.aborted-read"]["G1a"] > 0
+
+
+def test_a_correct_history_counts_none_under_jepsens_names(clean):
+    checks = clean[1]["checks"]
+    assert {name: check["jepsen"] for name, check in checks.items() if check["jepsen"]} == {
+        "delivery.lost": {"lost-write": 0},
+        "delivery.duplicate": {"duplicate": 0},
+        "isolation.aborted-read": {"G1a": 0},
+        "isolation.aborted-offset-read": {"G1a": 0},
+        "isolation.order": {"nonmonotonic-poll": 0, "poll-skip": 0},
+        "isolation.inconsistent-offsets": {"inconsistent-offsets": 0},
+        "liveness.unseen": {"unseen": 0},
+    }
+
+
 def test_examples_are_capped_but_the_count_is_not(spark, tmp_path):
     run = write_synthetic(spark, tmp_path, SHAPE, Plants(lost=4))
     result = check_run(spark, run.run_dir, max_examples=3, lineage=False)["checks"]["delivery.lost"]

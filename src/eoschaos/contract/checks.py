@@ -57,6 +57,20 @@ READS = "reads"  # scans, downstream reads and the end state, which every histor
 
 
 @dataclass(frozen=True)
+class JepsenName:
+    """An anomaly of Jepsen's Kafka checker (jepsen.tests.kafka) that a check finds: the
+    whole check, or, with `kinds`, the sum of those of its sub-kinds (its `counts`)."""
+
+    name: str
+    kinds: tuple[str, ...] = ()
+
+    def count(self, total: int, counts: dict[str, Any]) -> int:
+        if not self.kinds:
+            return total
+        return sum(n for kind, n in counts.items() if kind in self.kinds and isinstance(n, int))
+
+
+@dataclass(frozen=True)
 class CheckSpec:
     name: str  # family.anomaly, as verdict.json and the report spell it
     meaning: str  # when it FAILs, in one sentence (verdict.json's description)
@@ -66,6 +80,7 @@ class CheckSpec:
     look: str = ""  # where a reviewer looks first when it fails: a pointer into the report
     plants: tuple[str, ...] = ()  # the synthetic planter's anomalies that it must catch
     examples_on_input: bool = False  # its examples' places are offsets of the input topic
+    jepsen: tuple[JepsenName, ...] = ()  # Jepsen's names for what it finds
 
     @property
     def family(self) -> str:
@@ -91,6 +106,7 @@ LOST = CheckSpec(
     "returned, and which fault was active then",
     plants=("lost",),
     examples_on_input=True,
+    jepsen=(JepsenName("lost-write"),),
 )
 DUPLICATE = CheckSpec(
     "delivery.duplicate",
@@ -102,6 +118,7 @@ DUPLICATE = CheckSpec(
     look="compare the example's two outputs in its lineage drawing: two transactions (a "
     "zombie or a retry after a rebalance) or one batch appended twice",
     plants=("duplicate",),
+    jepsen=(JepsenName("duplicate"),),
 )
 PHANTOM = CheckSpec(
     "delivery.phantom",
@@ -163,6 +180,7 @@ ABORTED_OFFSET_READ = CheckSpec(
     (Evidence.FINAL_SCAN, Evidence.END_STATE),
     look="the offset against the final last stable offset: the reader returned a record the "
     "committed scan does not hold",
+    jepsen=(JepsenName("G1a"),),
 )
 ABORTED_READ = CheckSpec(
     "isolation.aborted-read",
@@ -175,6 +193,7 @@ ABORTED_READ = CheckSpec(
     look="the reader's isolation level and the aborted transaction's lane on the timeline: "
     "when it aborted and when the reader saw it",
     plants=("aborted_read",),
+    jepsen=(JepsenName("G1a"),),
 )
 UNCOMMITTED_READ = CheckSpec(
     "isolation.uncommitted-read",
@@ -202,6 +221,10 @@ ORDER = CheckSpec(
     look="the reader's positions around the example offset: a rewind after a rebalance, or "
     "a fetch that skipped a committed record",
     plants=("order_backwards", "order_skip"),
+    jepsen=(
+        JepsenName("nonmonotonic-poll", ("backwards", "repeat")),
+        JepsenName("poll-skip", ("skip",)),
+    ),
 )
 INCONSISTENT_OFFSETS = CheckSpec(
     "isolation.inconsistent-offsets",
@@ -210,6 +233,7 @@ INCONSISTENT_OFFSETS = CheckSpec(
     look="the two readers' records at that offset: a log that diverged after an unclean "
     "leader election",
     plants=("inconsistent_offsets",),
+    jepsen=(JepsenName("inconsistent-offsets"),),
 )
 UNCOMMITTED_OFFSET_READ = CheckSpec(
     "isolation.uncommitted-offset-read",
@@ -315,6 +339,7 @@ UNSEEN = CheckSpec(
     "that owned them hung, exited or stopped fetching (its lane on the timeline)",
     plants=("unseen",),
     examples_on_input=True,
+    jepsen=(JepsenName("unseen"),),
 )
 AGGREGATE_MISMATCH = CheckSpec(
     "aggregate.mismatch",
@@ -380,6 +405,7 @@ class CheckResult:
     counts: dict[str, Any] = field(default_factory=dict)
     examples: list[dict[str, Any]] = field(default_factory=list)
     evidence: list[str] = field(default_factory=list)  # its spec's sources
+    jepsen: dict[str, int] = field(default_factory=dict)  # Jepsen's names: how many of each
 
     @property
     def failed(self) -> bool:
@@ -395,7 +421,7 @@ class CheckResult:
         never raises."""
         entry = raw if isinstance(raw, dict) else {}
         count, counts, examples = entry.get("count"), entry.get("counts"), entry.get("examples")
-        evidence = entry.get("evidence")
+        evidence, jepsen = entry.get("evidence"), entry.get("jepsen")
         return cls(
             verdict=str(entry.get("verdict", "")),
             count=count if isinstance(count, int) else 0,
@@ -405,6 +431,9 @@ class CheckResult:
             if isinstance(examples, list)
             else [],
             evidence=[str(e) for e in evidence] if isinstance(evidence, list) else [],
+            jepsen={str(k): n for k, n in jepsen.items() if isinstance(n, int)}
+            if isinstance(jepsen, dict)
+            else {},
         )
 
 
@@ -458,13 +487,18 @@ def first_missing(spec: CheckSpec, missing: dict[Evidence, str]) -> str | None:
 def markdown_table() -> str:
     """docs/checkers.md's table of checks."""
     lines = [
-        "| check | FAILs when | needs | implies | where a reviewer looks first |",
-        "|---|---|---|---|---|",
+        "| check | FAILs when | needs | implies | Jepsen | where a reviewer looks first |",
+        "|---|---|---|---|---|---|",
     ]
     for spec in CATALOGUE.values():
         needs = ", ".join(evidence.value for evidence in spec.needs) or "reads"
         implies = ", ".join(f"`{name}`" for name in spec.implies)
-        lines.append(f"| `{spec.name}` | {spec.meaning} | {needs} | {implies} | {spec.look} |")
+        jepsen = ", ".join(
+            f"`{j.name}`" + (f" ({', '.join(j.kinds)})" if j.kinds else "") for j in spec.jepsen
+        )
+        lines.append(
+            f"| `{spec.name}` | {spec.meaning} | {needs} | {implies} | {jepsen} | {spec.look} |"
+        )
     return "\n".join(lines) + "\n"
 
 
