@@ -194,6 +194,7 @@ class Plants:
     lso_behind: int = 0
     group_offsets_behind: int = 0
     unseen: int = 0  # input records at the end of the last partition, never consumed
+    nonmonotonic_send: int = 0  # pairs of input records, each pair's second one sent first
     aggregate_mismatch: int = 0
     stale_commit: int = 0
     input_committed_twice: int = 0
@@ -812,6 +813,8 @@ class _Tail:
         for n in range(plants.input_committed_twice):
             self._input_committed_twice(n)
         self._last_records_delivered()
+        self.sent_out_of_order: list[int] = []
+        self._sends_reordered()
         self.unseen: list[dict[str, int]] = []
         for _ in range(plants.unseen):
             id_ = self._fresh_id()
@@ -843,11 +846,13 @@ class _Tail:
         self._event("fault", "invoke", "kill", NEMESIS, killed, target="broker-2", params="{}")
         self._event("fault", "ok", "kill", NEMESIS, healed, target="broker-2")
 
-    def _input_record(self, id_: int, partition: int, sent: bool) -> dict[str, int]:
+    def _input_record(
+        self, id_: int, partition: int, sent: bool, sent_later: float = 0.0
+    ) -> dict[str, int]:
         offset = self.input_end[partition]
         self.input_end[partition] += 1
         self.extra_input_ids.append(id_)
-        t = self.shape.slot_time(self.u - 0.5)
+        t = self.shape.slot_time(self.u - 0.5) + sent_later
         if sent:
             place = {"id": id_, "topic": INPUT_TOPIC, "partition": partition}
             self._event("send", "invoke", "send", SEEDER, t, **place)
@@ -885,6 +890,22 @@ class _Tail:
         consumed = [self._input_record(id_, p, sent=True) for p, id_ in enumerate(ids)]
         outputs = [{"id": id_, **_source(c)} for id_, c in zip(ids, consumed, strict=True)]
         self._transaction(0, s.generation(s.slots - 1), consumed, outputs)
+
+    def _sends_reordered(self) -> None:
+        """Pairs of input records in one partition whose send calls came in the other order:
+        the second record of each pair was sent first, so the first one, sent after it,
+        landed at a lower offset. One committed transaction copies them all."""
+        pairs = self.plants.nonmonotonic_send
+        if not pairs:
+            return
+        partition, consumed, outputs = 0, [], []
+        for pair in range(pairs):
+            for sent_later in (pair * 0.001 + 0.0002, pair * 0.001 + 0.0001):
+                id_ = self._fresh_id()
+                consumed.append(self._input_record(id_, partition, True, sent_later))
+                outputs.append({"id": id_, **_source(consumed[-1])})
+            self.sent_out_of_order.append(consumed[-2]["offset"])
+        self._transaction(0, self.shape.generation(self.shape.slots - 1), consumed, outputs)
 
     def _fresh_id(self) -> int:
         self.next_id += 1
@@ -1182,6 +1203,9 @@ class _Tail:
             ],
             "stale_commit": self.stale_commits,
             "input_committed_twice": self.recommitted,
+            "nonmonotonic_send": [
+                {"partition": 0, "offset": offset} for offset in self.sent_out_of_order
+            ],
         }
 
 

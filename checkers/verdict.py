@@ -20,7 +20,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from eoschaos.checkers import aggregates, delivery, fencing, isolation, liveness
+from eoschaos.checkers import aggregates, delivery, fencing, isolation, liveness, send_order
 from eoschaos.checkers.agreement import history_agreement
 from eoschaos.checkers.census import Census, take_census
 from eoschaos.checkers.findings import result, tally
@@ -105,6 +105,8 @@ def _judge(
     parts: list[DataFrame] = []
     if Pass.OFFSETS in passes:
         parts.append(isolation.offset_findings(history, census))
+    if Pass.SEND_ORDER in passes:
+        parts.append(send_order.send_order_findings(history))
     if Pass.DELIVERY in passes:
         committed = (
             liveness.committed_offsets(census, history.input_topic)

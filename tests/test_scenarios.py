@@ -43,6 +43,7 @@ ALWAYS = (
     "delivery.phantom",
     "delivery.duplicate-input",
     "isolation.order",
+    "isolation.nonmonotonic-send",
     "isolation.inconsistent-offsets",
     "liveness.lso",
     "liveness.group-offsets",

@@ -202,6 +202,19 @@ def test_jepsens_names_count_what_each_check_found_under_them(planted):
     assert jepsen["isolation.aborted-read"]["G1a"] > 0
 
 
+def test_a_send_acknowledged_below_the_producers_previous_one_is_nonmonotonic(spark, tmp_path):
+    """Jepsen's nonmonotonic-send: in each planted pair the later send call landed at the
+    lower offset; nothing else is wrong with those records (each is copied once)."""
+    run = write_synthetic(spark, tmp_path, SHAPE, Plants(nonmonotonic_send=2), parquet=False)
+    verdict = check_run(spark, run.run_dir, lineage=False)
+    assert failing_counts(verdict) == {"isolation.nonmonotonic-send": 2}
+    examples = verdict["checks"]["isolation.nonmonotonic-send"]["examples"]
+    assert [(e["partition"], e["offset"]) for e in examples] == [
+        (p["partition"], p["offset"]) for p in run.planted["nonmonotonic_send"]
+    ]
+    assert all(e["sent_after"]["offset"] == e["offset"] + 1 for e in examples)
+
+
 def test_a_correct_history_counts_none_under_jepsens_names(clean):
     checks = clean[1]["checks"]
     assert {name: check["jepsen"] for name, check in checks.items() if check["jepsen"]} == {
@@ -210,6 +223,7 @@ def test_a_correct_history_counts_none_under_jepsens_names(clean):
         "isolation.aborted-read": {"G1a": 0},
         "isolation.aborted-offset-read": {"G1a": 0},
         "isolation.order": {"nonmonotonic-poll": 0, "poll-skip": 0},
+        "isolation.nonmonotonic-send": {"nonmonotonic-send": 0},
         "isolation.inconsistent-offsets": {"inconsistent-offsets": 0},
         "liveness.unseen": {"unseen": 0},
     }

@@ -36,6 +36,7 @@ class Pass(Enum):
 
     DELIVERY = "delivery"  # per input id
     OFFSETS = "offsets"  # per topic-partition-offset
+    SEND_ORDER = "send order"  # each producer's acknowledged sends per partition, as sent
     TRANSACTION_READS = "transaction reads"  # reads joined to the client's transactions
     ZOMBIES = "zombies"  # the client's transactions per input partition and owner
     STALE_COMMITS = "stale commits"  # coordinator states against the clients' commit calls
@@ -226,6 +227,18 @@ ORDER = CheckSpec(
         JepsenName("poll-skip", ("skip",)),
     ),
 )
+NONMONOTONIC_SEND = CheckSpec(
+    "isolation.nonmonotonic-send",
+    "A producer's send was acknowledged at a lower offset of its partition than the send it "
+    "made there just before: the partition does not hold its records in the order they were "
+    "sent.",
+    Pass.SEND_ORDER,
+    look="the example's two sends against the fault timeline: a producer without idempotence "
+    "retried the earlier one (a timeout, a leader change) while the later one was in flight",
+    plants=("nonmonotonic_send",),
+    examples_on_input=True,
+    jepsen=(JepsenName("nonmonotonic-send"),),
+)
 INCONSISTENT_OFFSETS = CheckSpec(
     "isolation.inconsistent-offsets",
     "Two readers saw different records at the same topic, partition and offset.",
@@ -377,6 +390,7 @@ CATALOGUE: dict[str, CheckSpec] = {
         UNCOMMITTED_READ,
         FRACTURED_READ,
         ORDER,
+        NONMONOTONIC_SEND,
         INCONSISTENT_OFFSETS,
         ABORTED_OFFSET_READ,
         UNCOMMITTED_OFFSET_READ,
