@@ -18,22 +18,25 @@ from eoschaos.contract.checks import NONMONOTONIC_SEND
 
 def send_order_findings(history: History) -> DataFrame:
     """Anomaly rows of isolation.nonmonotonic-send: an acknowledged send at a lower offset
-    than the same producer's previous acknowledged send to that partition (one window over
-    the sends; an id sent twice counts from its first send call)."""
-    sends = history.kind("send").filter(F.col("topic").isNotNull())
-    called = (
-        sends.filter(F.col("type") == "invoke")
+    than the same producer's previous acknowledged send to that partition (one grouping
+    and one window over the sends; an id sent twice counts from its first send call)."""
+    # One pass over the sends: per producer and id, its first send call and every ack.
+    is_ok = (F.col("type") == "ok") & F.col("offset").isNotNull()
+    acks = (
+        history.kind("send")
+        .filter(F.col("topic").isNotNull())
         .groupBy("process", "id")
-        .agg(F.min("time").alias("called"))
-    )
-    acked = sends.filter((F.col("type") == "ok") & F.col("offset").isNotNull()).select(
-        "process", "id", "topic", "partition", "offset"
+        .agg(
+            F.min(F.when(F.col("type") == "invoke", F.col("time"))).alias("called"),
+            F.collect_list(F.when(is_ok, F.struct("topic", "partition", "offset"))).alias("acks"),
+        )
+        .filter(F.col("called").isNotNull())
+        .select("process", "id", "called", F.explode("acks").alias("ack"))
+        .select("process", "id", "called", "ack.*")
     )
     as_sent = Window.partitionBy("process", "topic", "partition").orderBy("called", "id")
-    ordered = (
-        acked.join(called, ["process", "id"])
-        .withColumn("before_id", F.lag("id").over(as_sent))
-        .withColumn("before_offset", F.lag("offset").over(as_sent))
+    ordered = acks.withColumn("before_id", F.lag("id").over(as_sent)).withColumn(
+        "before_offset", F.lag("offset").over(as_sent)
     )
     return explode_findings(
         ordered,
