@@ -25,7 +25,7 @@ from pyspark.sql import functions as F
 from eoschaos.checkers.history_io import History
 from eoschaos.checkers.log_findings import BUCKET
 from eoschaos.checkers.log_transactions import COMMIT, COMMITTING
-from eoschaos.checkers.transactions import TXN_KEY
+from eoschaos.checkers.transactions import TXN_KEY, unknown_outcome
 from eoschaos.contract.checks import (
     AGREEMENT_KINDS,
     COMMITTED_COUNT,
@@ -46,79 +46,62 @@ def history_agreement(
     client_txns: DataFrame,
     log_txns: DataFrame,
     log_rows: DataFrame,
+    counts: tuple[list[dict[str, Any]], list[dict[str, Any]]],
     max_examples: int,
 ) -> dict[str, Any]:
     """`agreement` of a history: the reference scan's reads of the output that name a client
-    transaction, against the logs' data batches among `log_rows` (`producer_rows`)."""
+    transaction, against the logs' data batches among `log_rows` (`producer_rows`). `counts`:
+    both sides' transactions counted by transactional id (`outcome_counts`, `fate_counts`)."""
     reads = history.kind("read").filter(
         (F.col("process") == FINAL_UNCOMMITTED)
         & (F.col("topic") == history.output_topic)
         & F.col("txn_seq").isNotNull()
     )
     batches = log_rows.filter((F.col("f") == LOG_BATCH) & ~F.col("control"))
-    return agreement(client_txns, log_txns, reads, batches, max_examples)
-
-
-def agreement(
-    client_txns: DataFrame,
-    log_txns: DataFrame,
-    reads: DataFrame,
-    batches: DataFrame,
-    max_examples: int,
-) -> dict[str, Any]:
-    """Both grains: how many transactional ids and client transactions were compared, how many
-    disagreements of each kind, and the first `max_examples` of them (each with its `kind`).
-
-    `reads`: the reference scan's reads of the output that carry a client transaction (its
-    key, partition, offset). `batches`: the logs' transactional data batches of the output
-    (producer id, partition, offset, last offset)."""
-    ids, by_id = _by_transactional_id(client_txns, log_txns)
+    ids, by_id = _by_transactional_id(*counts)
     found = _by_transaction(client_txns, log_txns, reads, batches, max_examples)
     placed = found.pop(_PLACED, {"count": 0})["count"]
-    counts = {COMMITTED_COUNT: len(by_id)} | {kind: row["count"] for kind, row in found.items()}
+    kinds = {COMMITTED_COUNT: len(by_id)} | {kind: row["count"] for kind, row in found.items()}
     examples = [{"kind": COMMITTED_COUNT, **row} for row in by_id]
     for kind in AGREEMENT_KINDS:
         examples += found.get(kind, {}).get("examples", [])
     return {
         "transactional_ids": ids,
         "transactions": placed,
-        "counts": {kind: counts[kind] for kind in AGREEMENT_KINDS if counts.get(kind)},
+        "counts": {kind: kinds[kind] for kind in AGREEMENT_KINDS if kinds.get(kind)},
         "disagreements": examples[:max_examples],
     }
 
 
-def _by_transactional_id(client_txns: DataFrame, log_txns: DataFrame) -> tuple[int, list[dict]]:
+def fate_counts(log_txns: DataFrame) -> list[dict[str, Any]]:
+    """The coordinators' transactions counted by transactional id and fate, in one small
+    collect (a row per combination): their fates and the per-id agreement are sums of it."""
+    return [row.asDict() for row in log_txns.groupBy("txn_id", "fate").count().collect()]
+
+
+def _by_transactional_id(
+    client_counts: list[dict[str, Any]], log_counts: list[dict[str, Any]]
+) -> tuple[int, list[dict]]:
     """How many transactional ids both sides know, and those whose committed counts disagree,
-    with both sides' counts (one job, a row per id)."""
-    client = (
-        client_txns.filter(F.col("txn_seq").isNotNull() & F.col("txn_id").isNotNull())
-        .groupBy("txn_id")
-        .agg(
-            F.count(F.col("committed_at")).alias("client_committed"),
-            F.count(F.when(_unknown(), 1)).alias("client_unknown"),
-        )
-    )
-    logs = log_txns.groupBy("txn_id").agg(
-        F.count(F.when(F.col("fate").isin(*COMMITTED_FATES), 1)).alias("log_committed")
-    )
-    counts = ["client_committed", "client_unknown", "log_committed"]
-    rows = [
-        row.asDict()
-        for row in client.join(logs, "txn_id", "full").fillna(0, subset=counts).collect()
-    ]
+    with both sides' counts (on the driver, from the two sides' counts)."""
+    sides = ("client_committed", "client_unknown", "log_committed")
+    per_id: dict[str, dict[str, int]] = {}
+    for row in client_counts:
+        if row["real"] and row["txn_id"] is not None:
+            counts = per_id.setdefault(row["txn_id"], dict.fromkeys(sides, 0))
+            counts["client_committed"] += row["transactions"] if row["committed"] else 0
+            counts["client_unknown"] += row["transactions"] if row["unknown"] else 0
+    for row in log_counts:
+        counts = per_id.setdefault(row["txn_id"], dict.fromkeys(sides, 0))
+        counts["log_committed"] += row["count"] if row["fate"] in COMMITTED_FATES else 0
     disagree = [
-        row
-        for row in sorted(rows, key=lambda row: row["txn_id"])
-        if not row["client_committed"]
-        <= row["log_committed"]
-        <= row["client_committed"] + row["client_unknown"]
+        {"txn_id": txn_id, **counts}
+        for txn_id, counts in sorted(per_id.items(), key=lambda item: str(item[0]))
+        if not counts["client_committed"]
+        <= counts["log_committed"]
+        <= counts["client_committed"] + counts["client_unknown"]
     ]
-    return len(rows), disagree
-
-
-def _unknown() -> Column:
-    """A client transaction whose commit was called and whose outcome it never learned."""
-    return F.col("commit_invoked").isNotNull() & F.col("committed_at").isNull() & ~F.col("aborted")
+    return len(per_id), disagree
 
 
 def _placed(reads: DataFrame, batches: DataFrame, log_txns: DataFrame) -> DataFrame:
@@ -187,7 +170,7 @@ def _by_transaction(
         "produced",
         F.when(F.col("committed_at").isNotNull(), "committed")
         .when(F.col("aborted"), "aborted")
-        .when(_unknown(), "unknown")
+        .when(unknown_outcome(), "unknown")
         .otherwise("open")
         .alias("outcome"),
     )

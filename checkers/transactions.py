@@ -9,6 +9,8 @@ uncommitted, fractured and zombie checks share.
 
 from __future__ import annotations
 
+from typing import Any
+
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
@@ -80,21 +82,54 @@ def transaction_table(history: History) -> DataFrame:
     )
 
 
-def transaction_stats(txns: DataFrame) -> dict[str, int]:
+def unknown_outcome() -> Column:
+    """A transaction whose commit was called and whose outcome its client never learned."""
+    return F.col("commit_invoked").isNotNull() & F.col("committed_at").isNull() & ~F.col("aborted")
+
+
+def outcome_counts(txns: DataFrame) -> list[dict[str, Any]]:
+    """The transaction table counted by transactional id and outcome, in one small collect:
+    a row per combination that occurs (a few per transactional id), however long the run.
+    The verdict's statistics and the per-id agreement with the brokers' logs are sums of it.
+    `real`: a transaction (txn_seq set), not a step recorded outside one."""
     real = F.col("txn_seq").isNotNull()
-    unknown = (
-        real & F.col("commit_invoked").isNotNull() & F.col("committed_at").isNull()
-    ) & ~F.col("aborted")
-    row = txns.agg(
-        F.sum(real.cast("int")).alias("total"),
-        F.sum((real & F.col("committed_at").isNotNull()).cast("int")).alias("committed"),
-        F.sum((real & F.col("aborted")).cast("int")).alias("aborted"),
-        F.sum((real & (F.col("rejected") > 0)).cast("int")).alias("fenced"),
-        F.sum(unknown.cast("int")).alias("unknown"),
-        F.sum("rejected").alias("rejected_attempts"),
-        F.sum((real & F.coalesce(F.col("hung"), F.lit(False))).cast("int")).alias("hung"),
-    ).first()
-    return {key: int(row[key] or 0) for key in row.asDict()}
+    return [
+        row.asDict()
+        for row in txns.groupBy(
+            "txn_id",
+            real.alias("real"),
+            F.col("committed_at").isNotNull().alias("committed"),
+            F.col("aborted"),
+            unknown_outcome().alias("unknown"),
+            (F.col("rejected") > 0).alias("fenced"),
+            F.coalesce(F.col("hung"), F.lit(False)).alias("hung"),
+        )
+        .agg(
+            F.count(F.lit(1)).alias("transactions"),
+            F.coalesce(F.sum("rejected"), F.lit(0)).alias("rejected"),
+        )
+        .collect()
+    ]
+
+
+def transaction_stats(counts: list[dict[str, Any]]) -> dict[str, int]:
+    """How many transactions ended each way, and the rejected attempts (`outcome_counts`)."""
+    real = [row for row in counts if row["real"]]
+    stats = {
+        kind: sum(row["transactions"] for row in real if row[flag])
+        for kind, flag in (
+            ("committed", "committed"),
+            ("aborted", "aborted"),
+            ("fenced", "fenced"),
+            ("unknown", "unknown"),
+            ("hung", "hung"),
+        )
+    }
+    return {
+        "total": sum(row["transactions"] for row in real),
+        **stats,
+        "rejected_attempts": sum(row["rejected"] for row in counts),
+    }
 
 
 def transaction_reads(history: History, txns: DataFrame) -> DataFrame:

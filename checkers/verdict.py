@@ -1,14 +1,16 @@
 """check_run: a run directory's history in, the verdict dict (verdict.json's content) out.
 
 Spark jobs: the census (one grouped pass: readers, end state, faults, time span), the
-transaction table (one row per transaction, kept in memory), then, side by side
-(checkers.spark.concurrently), each pass's anomaly rows -- only counts and a few examples reach
-the driver -- the timeline (throughput per second, process lanes, and the transactions' bars
-from the table in memory) and the lineage of the whole history. Where the run recorded the
-brokers' logs, the transactions rebuilt from them (checkers/log_transactions.py) are judged as
-one more pass, and their fates (and, next to a client history, the two sides' agreement) are
-counted from the table in memory, also side by side. Last, the failed examples' records,
-forensics and lineage."""
+transaction table (one row per transaction, kept in memory; its outcomes counted per
+transactional id in one small collect), then, side by side (checkers.spark.concurrently), each
+pass's anomaly rows -- only counts and a few examples reach the driver -- the timeline
+(throughput per second, process lanes, and the transactions' bars from the table in memory) and
+the lineage of the whole history. Where the run recorded the brokers' logs, the transactions
+rebuilt from them (checkers/log_transactions.py) are judged as one more pass, and their fates
+are counted per transactional id in one small collect, also side by side: the driver sums the
+fates and, next to a client history, compares both sides' counts per id (the agreement's
+per-transaction grain is one more job). Last, the failed examples' records, forensics and
+lineage."""
 
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from eoschaos.checkers import aggregates, delivery, fencing, isolation, liveness, send_order
-from eoschaos.checkers.agreement import history_agreement
+from eoschaos.checkers.agreement import fate_counts, history_agreement
 from eoschaos.checkers.census import Census, take_census
 from eoschaos.checkers.findings import result, tally
 from eoschaos.checkers.forensics import forensics_section
@@ -47,7 +49,12 @@ from eoschaos.checkers.offset_commits import offset_commit_findings
 from eoschaos.checkers.raw_records import attach_raw_records
 from eoschaos.checkers.spark import concurrently, jobs_counted
 from eoschaos.checkers.timeline import timeline
-from eoschaos.checkers.transactions import transaction_reads, transaction_stats, transaction_table
+from eoschaos.checkers.transactions import (
+    outcome_counts,
+    transaction_reads,
+    transaction_stats,
+    transaction_table,
+)
 from eoschaos.contract.capabilities import Capabilities
 from eoschaos.contract.checks import (
     ABORTED_OFFSET_READ,
@@ -115,10 +122,11 @@ def _judge(
         )
         parts.append(delivery.delivery_findings(history, committed))
     txn_stats: dict[str, Any] = {}
-    txns = None
+    txns = client_counts = None
     if passes & {Pass.TRANSACTION_READS, Pass.ZOMBIES}:
         txns = transaction_table(history).cache()
-        txn_stats = transaction_stats(txns)
+        client_counts = outcome_counts(txns)
+        txn_stats = transaction_stats(client_counts)
         # Two passes read it: cached, the reads are joined and aggregated once, not twice
         txn_reads = transaction_reads(history, txns).cache()
         drained = census.drained(history.output_topic) if census.has_final_committed else []
@@ -154,7 +162,7 @@ def _judge(
     run_timeline, log_stats, whole_lineage, *tallied = concurrently(
         spark,
         lambda: timeline(history, census, txns),
-        lambda: _log_stats(history, txns, log_txns, log_rows, max_examples),
+        lambda: _log_stats(history, txns, client_counts, log_txns, log_rows, max_examples),
         lambda: history_lineage(history) if lineage else None,
         *[functools.partial(tally, part, max_examples) for part in parts],
     )
@@ -242,23 +250,25 @@ def _judge(
 def _log_stats(
     history: History,
     txns: DataFrame | None,
+    client_counts: list[dict[str, Any]] | None,
     log_txns: DataFrame | None,
     log_rows: DataFrame | None,
     max_examples: int,
 ) -> dict[str, Any]:
-    """The coordinators' transactions by fate and, next to a client history, the two sides'
-    agreement (nothing without the brokers' logs)."""
+    """The coordinators' transactions by fate (COMMIT, ABORT, OPEN, ...) and, next to a client
+    history, the two sides' agreement (nothing without the brokers' logs)."""
     if log_txns is None or log_rows is None:
         return {}
-    stats: dict[str, Any] = {"from_logs": _fates(log_txns)}
-    if txns is not None:
-        stats["agreement"] = history_agreement(history, txns, log_txns, log_rows, max_examples)
+    log_counts = fate_counts(log_txns)
+    fates: dict[str, int] = {}
+    for row in log_counts:
+        fates[row["fate"]] = fates.get(row["fate"], 0) + row["count"]
+    stats: dict[str, Any] = {"from_logs": fates}
+    if txns is not None and client_counts is not None:
+        stats["agreement"] = history_agreement(
+            history, txns, log_txns, log_rows, (client_counts, log_counts), max_examples
+        )
     return stats
-
-
-def _fates(log_txns: DataFrame) -> dict[str, int]:
-    """How many of the coordinators' transactions ended each way (COMMIT, ABORT, OPEN, ...)."""
-    return {row["fate"]: row["count"] for row in log_txns.groupBy("fate").count().collect()}
 
 
 def _unfinished(census: Census) -> list[str]:

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from eoschaos.checkers.agreement import history_agreement
+from eoschaos.checkers.agreement import fate_counts, history_agreement
 from eoschaos.checkers.history_io import load_history
 from eoschaos.checkers.log_transactions import offset_commits, producer_rows
 from eoschaos.checkers.log_transactions import transaction_table as log_transaction_table
 from eoschaos.checkers.synthetic import RunShape, write_synthetic
-from eoschaos.checkers.transactions import transaction_table
+from eoschaos.checkers.transactions import outcome_counts, transaction_table
 from eoschaos.contract.history import FINAL_UNCOMMITTED, LOG_BATCH, LOG_BATCH_KIND, LOG_BATCHES
 from eoschaos.contract.rundir import HISTORY_DIR
 
@@ -57,7 +57,9 @@ def _agreement(spark, run_dir: Path) -> dict:
         topics = (history.input_topic, history.output_topic)
         log_rows = producer_rows(log, offset_commits(log), *topics)
         log_txns = log_transaction_table(log_rows, topics)
-        return history_agreement(history, transaction_table(history), log_txns, log_rows, 5)
+        txns = transaction_table(history)
+        counts = (outcome_counts(txns), fate_counts(log_txns))
+        return history_agreement(history, txns, log_txns, log_rows, counts, 5)
     finally:
         history.release()
 
