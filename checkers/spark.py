@@ -93,13 +93,17 @@ def spark_session(
     """A SparkSession on `master` (default local[*]); reuses one already running.
 
     java_options are added to the driver JVM's (e.g. QUICK_JIT), and so is its class archive
-    (checkers.class_archive); they only take effect when this call starts the JVM."""
+    (checkers.class_archive); they only take effect when this call starts the JVM. On a
+    cluster, the executors get java_options too: they run the generated code of the checks'
+    plans, whose compilation QUICK_JIT makes cheap for a small history as it does in the
+    driver."""
     master = master or DEFAULT_MASTER
     print(f"eoschaos: starting Spark ({master}) ...", file=sys.stderr, flush=True)
     started = time.monotonic()
     cluster_hosts = master_hosts(master)
     for host, port in cluster_hosts:
         _require_answer(master, host, port)
+    executor_options = f"{JAVA_OPTIONS} {java_options.strip()}".strip()
     if SparkContext._gateway is None:  # this call starts the driver JVM
         java_options = f"{java_options} {class_archive.java_options()}"
     builder = SparkSession.builder
@@ -119,6 +123,7 @@ def spark_session(
         .appName(app)
         .config("spark.driver.memory", driver_memory())
         .config("spark.driver.extraJavaOptions", f"{JAVA_OPTIONS} {java_options.strip()}".strip())
+        .config("spark.executor.extraJavaOptions", executor_options)
         .config("spark.sql.shuffle.partitions", str(SHUFFLE_PARTITIONS))
         .config("spark.sql.codegen.cache.maxEntries", str(CODEGEN_CACHE_ENTRIES))
         .config("spark.sql.adaptive.enabled", "true")

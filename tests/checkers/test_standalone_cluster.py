@@ -19,7 +19,7 @@ import pytest
 from listening import descendants, is_loopback, listening_addresses
 from spark_standalone import LOOPBACK, StandaloneSpark, free_port
 
-from eoschaos.checkers.spark import EXECUTOR_WAIT_ENV, MASTER_REGISTRATION_TIMEOUT_S
+from eoschaos.checkers.spark import EXECUTOR_WAIT_ENV, MASTER_REGISTRATION_TIMEOUT_S, QUICK_JIT
 from eoschaos.checkers.synthetic import Plants, RunShape, write_synthetic
 from eoschaos.contract.rundir import VERDICT_FILE
 from eoschaos.run import judge_in_session
@@ -83,7 +83,7 @@ class ClusterCheck:
     local_verdict: dict
     expected: dict[str, int]
     listening: dict[int, list[str]]  # every process of the check and of the cluster, sampled
-    listening_executor: bool
+    executor_command: str  # an executor's command line, as sampled (empty: none was seen)
     apps_after: list[dict]  # the applications the master saw complete
 
 
@@ -97,14 +97,14 @@ def cluster_check(spark, standalone, tmp_path_factory) -> ClusterCheck:
     shutil.copytree(local, remote)
     child = check(remote, standalone.url)
     listening: dict[int, list[str]] = {}
-    executor = False
+    executor = ""
     while child.poll() is None:
         pids = [child.pid, *descendants(child.pid)]
         for pid in standalone.pids():
             pids += [pid, *descendants(pid)]
         for pid, addresses in listening_addresses(pids).items():
             listening.setdefault(pid, []).extend(addresses)
-            executor |= _is_executor(pid)
+            executor = executor or _executor_command(pid)
         time.sleep(0.2)
     _, stderr = child.communicate()
     local_verdict, _ = judge_in_session(spark, local, lambda _: None)
@@ -115,16 +115,18 @@ def cluster_check(spark, standalone, tmp_path_factory) -> ClusterCheck:
         local_verdict=local_verdict,
         expected=run.expected,
         listening=listening,
-        listening_executor=executor,
+        executor_command=executor,
         apps_after=standalone.state()["completedapps"],
     )
 
 
-def _is_executor(pid: int) -> bool:
+def _executor_command(pid: int) -> str:
+    """The process's command line if it is a Spark executor, else empty."""
     try:
-        return b"CoarseGrainedExecutorBackend" in Path(f"/proc/{pid}/cmdline").read_bytes()
+        command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
     except OSError:
-        return False
+        return ""
+    return command if "CoarseGrainedExecutorBackend" in command else ""
 
 
 def test_a_check_on_a_standalone_cluster_gives_the_verdict_of_a_local_check(cluster_check):
@@ -141,7 +143,11 @@ def test_a_check_on_a_standalone_cluster_gives_the_verdict_of_a_local_check(clus
 def test_the_check_ran_on_the_clusters_executors(cluster_check, standalone):
     assert cluster_check.verdict["checker"]["spark_master"] == standalone.url
     assert [app["name"] for app in cluster_check.apps_after] == ["eoschaos-check"]
-    assert cluster_check.listening_executor, "no executor of the check was seen running"
+    assert cluster_check.executor_command, "no executor of the check was seen running"
+
+
+def test_the_executors_of_a_small_history_compile_its_plans_with_the_quick_jit(cluster_check):
+    assert all(flag in cluster_check.executor_command.split() for flag in QUICK_JIT.split())
 
 
 def test_everything_a_standalone_check_starts_listens_on_loopback_only(cluster_check):
