@@ -116,14 +116,8 @@ def transaction_stats(counts: list[dict[str, Any]]) -> dict[str, int]:
     """How many transactions ended each way, and the rejected attempts (`outcome_counts`)."""
     real = [row for row in counts if row["real"]]
     stats = {
-        kind: sum(row["transactions"] for row in real if row[flag])
-        for kind, flag in (
-            ("committed", "committed"),
-            ("aborted", "aborted"),
-            ("fenced", "fenced"),
-            ("unknown", "unknown"),
-            ("hung", "hung"),
-        )
+        outcome: sum(row["transactions"] for row in real if row[outcome])
+        for outcome in ("committed", "aborted", "fenced", "unknown", "hung")
     }
     return {
         "total": sum(row["transactions"] for row in real),

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -260,10 +261,10 @@ def _log_stats(
     if log_txns is None or log_rows is None:
         return {}
     log_counts = fate_counts(log_txns)
-    fates: dict[str, int] = {}
+    fates = Counter()
     for row in log_counts:
-        fates[row["fate"]] = fates.get(row["fate"], 0) + row["count"]
-    stats: dict[str, Any] = {"from_logs": fates}
+        fates[row["fate"]] += row["count"]
+    stats: dict[str, Any] = {"from_logs": dict(fates)}
     if txns is not None and client_counts is not None:
         stats["agreement"] = history_agreement(
             history, txns, log_txns, log_rows, (client_counts, log_counts), max_examples
