@@ -630,10 +630,19 @@ def _cycles(cycles: dict) -> str:
         return ""
     counts = [
         ["G0 (write cycles, ww edges only)", cycles.get("G0")],
+        ["G0-process (ww, through one processor's order)", cycles.get("G0-process")],
+        [
+            "G0-realtime (ww, through one commit returning before a begin)",
+            cycles.get("G0-realtime"),
+        ],
         ["G1c (cycles with a wr edge)", cycles.get("G1c")],
+        ["G1c-process", cycles.get("G1c-process")],
+        ["G1c-realtime", cycles.get("G1c-realtime")],
         ["committed transactions with dependencies", cycles.get("transactions")],
-        ["ww edges", cycles.get("ww_edges")],
-        ["wr edges", cycles.get("wr_edges")],
+        *(
+            [f"{kind} edges", cycles.get(f"{kind}_edges")]
+            for kind in ("ww", "wr", "process", "realtime")
+        ),
     ]
     examples = "".join(
         "<li>"

@@ -13,7 +13,7 @@ import pytest
 
 from eoschaos.checkers.history_io import History, load_history
 from eoschaos.checkers.lineage import lineage_section
-from eoschaos.checkers.lineage.cycles import dependency_cycles, find_cycles
+from eoschaos.checkers.lineage.cycles import dependency_cycles, find_cycles, realtime_edges
 from eoschaos.checkers.lineage.subgraphs import (
     MAX_NODES_PER_TYPE,
     anomaly_subgraphs,
@@ -279,6 +279,44 @@ def test_transactions_interleaved_across_partitions_form_a_g0_cycle(spark, tmp_p
     assert (cycles["G0"], cycles["G1c"]) == (1, 0)
     assert cycles["examples"][0]["cycle"] == ["0.0.0", "1.0.0", "0.0.0"]
     assert "not part of the verdict" in cycles["note"]
+
+
+def test_serial_transactions_form_no_process_or_realtime_cycle(clean_section):
+    cycles = clean_section["cycles"]
+    assert (cycles["G0-process"], cycles["G0-realtime"]) == (0, 0)
+    assert cycles["process_edges"] == 2  # 0.0.0 → 0.0.1 and 1.0.1 → 1.0.2: 1.0.0 aborted
+    assert cycles["realtime_edges"] == 3  # written one after another: a chain of the four
+
+
+def test_a_cycle_through_one_processors_order_is_g0_process_and_g0_realtime(spark, tmp_path):
+    # 0.0.0 then 0.0.1 in one process; ww 0.0.1 → 1.0.0 on p0 and 1.0.0 → 0.0.0 on p1
+    txns = [Txn(0, 0, [(3, 1, 1)]), Txn(0, 1, [(0, 0, 0)]), Txn(1, 0, [(2, 0, 1), (1, 1, 0)])]
+    history = load_history(spark, write_run(tmp_path / "run", txns, ids=range(4)))
+    cycles = dependency_cycles(history, INPUT, OUTPUT)
+    assert (cycles["G0"], cycles["G0-process"], cycles["G0-realtime"]) == (0, 1, 1)
+    example = next(e for e in cycles["examples"] if e["anomaly"] == "G0-process")
+    assert example["cycle"] == ["0.0.0", "0.0.1", "1.0.0", "0.0.0"]
+    assert [edge["type"] for edge in example["edges"]] == ["process", "ww", "ww"]
+
+
+def test_a_ww_cycle_against_the_order_transactions_ran_in_is_also_g0_realtime(spark, tmp_path):
+    crossed = [Txn(0, 0, [(0, 0, 0), (2, 1, 1)]), Txn(1, 0, [(1, 0, 1), (3, 1, 0)])]
+    history = load_history(spark, write_run(tmp_path / "run", crossed, ids=range(4)))
+    cycles = dependency_cycles(history, INPUT, OUTPUT)
+    assert (cycles["G0"], cycles["G0-process"], cycles["G0-realtime"]) == (1, 0, 1)
+    assert cycles["implies"]["G0"] == ["G0-process", "G1c"]
+
+
+def test_realtime_edges_skip_an_order_another_edge_pair_implies():
+    times = {"a": (0.0, 1.0), "b": (2.0, 3.0), "c": (0.5, 4.0), "d": (5.0, 6.0), "e": (6.0, 7.0)}
+    # a before b before d: no a → d; c overlaps a and b; e begins the instant d ends
+    assert realtime_edges(times) == [
+        ("a", "b", "realtime"),
+        ("b", "d", "realtime"),
+        ("c", "d", "realtime"),
+        ("b", "e", "realtime"),
+        ("c", "e", "realtime"),
+    ]
 
 
 def test_a_cycle_through_a_wr_edge_is_g1c_not_g0():
