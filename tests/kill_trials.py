@@ -97,6 +97,7 @@ READ_S = 0.75
 LEFTOVER_GRACE_S = 15.0  # orphans that watch their parent exit on their own within this
 IN_PROCESS_WRITERS = ("seeder", "observer", "nemesis")
 LISTEN_SAMPLE_S = 0.5  # how often the run's processes' listening sockets are read
+SECOND_LOOK_S = 2.0  # between the two looks at the ports left listening after cleanup
 
 
 @dataclass
@@ -597,14 +598,24 @@ class MachineBefore:
         return cls(frozenset(_listening_ports()), frozenset(p for p in processes if p))
 
     def new_ports(self) -> list[int]:
-        owners = socket_owners()
-        return sorted(
-            {
-                _port(address)
-                for address, inode in listening_sockets()
-                if _port(address) not in self.ports and _top_of(owners.get(inode)) not in self.trees
-            }
-        )
+        """Ports listening now that no earlier process tree holds, seen on two looks a moment
+        apart: a process of an earlier tree that is starting or exiting (a test session's
+        short-lived Spark JVM) can hold a socket its process table entry no longer, or not
+        yet, shows; an orphan's socket is there both times."""
+        first = self._unowned_ports()
+        if not first:
+            return []
+        time.sleep(SECOND_LOOK_S)
+        return sorted(first & self._unowned_ports())
+
+    def _unowned_ports(self) -> set[int]:
+        sockets = [(a, inode) for a, inode in listening_sockets() if _port(a) not in self.ports]
+        owners = socket_owners()  # after the sockets: one opened meanwhile has its owner
+        return {
+            _port(address)
+            for address, inode in sockets
+            if _top_of(owners.get(inode)) not in self.trees
+        }
 
 
 def _port(address: str) -> int:
