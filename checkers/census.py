@@ -47,6 +47,7 @@ class Census:
     faults: list[dict[str, Any]]  # fault events in time order
     # f -> rows of the brokers' logs (batch, aborted, txn-state, offset-commit)
     log_rows: dict[str, int]
+    indexed_reads: int = 0  # reads of records that name their place in their transaction
 
     @property
     def has_final_committed(self) -> bool:
@@ -97,6 +98,7 @@ def take_census(history: History) -> Census:
         F.max("offset").alias("last"),
         F.min("time").alias("start"),
         F.max("time").alias("end"),
+        F.count("txn_index").alias("indexed"),
     ]
     rows = reads.agg(*aggregates).unionByName(others.agg(*aggregates)).collect()
     kept = (
@@ -131,4 +133,5 @@ def take_census(history: History) -> Census:
             key=lambda event: event["time"] or 0.0,
         ),
         log_rows={row["process"]: row["events"] for row in rows if row["kind"] == LOG_BATCH_KIND},
+        indexed_reads=sum(row["indexed"] for row in rows if row["kind"] == "read"),
     )

@@ -24,7 +24,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from eoschaos.contract.errors import EoschaosError
-from eoschaos.contract.history import SCHEMA_DDL
+from eoschaos.contract.history import ADDED_FIELDS, SCHEMA_DDL
 from eoschaos.contract.rundir import HISTORY_DIR, PARQUET_DIR, SCHEMA_VERSION, read_manifest
 
 CORRUPT = "_corrupt_record"
@@ -146,11 +146,15 @@ def _read_parquet(spark: SparkSession, path: Path, run_dir: Path) -> tuple[DataF
         found = spark.read.parquet(str(path))
     except (PySparkException, Py4JJavaError) as error:
         raise EoschaosError(f"{path}: unreadable Parquet ({_first_line(error)}); {fix}") from None
+    schema = event_schema()
     wrong = [
         f"{f.name} {f.dataType.simpleString()}"
-        for f in event_schema().fields
-        if f.name not in found.columns
-        or found.schema[f.name].dataType.simpleString() != f.dataType.simpleString()
+        for f in schema.fields
+        if (f.name not in found.columns and f.name not in ADDED_FIELDS)
+        or (
+            f.name in found.columns
+            and found.schema[f.name].dataType.simpleString() != f.dataType.simpleString()
+        )
     ]
     if wrong:
         raise EoschaosError(
@@ -164,7 +168,11 @@ def _read_parquet(spark: SparkSession, path: Path, run_dir: Path) -> tuple[DataF
         raise EoschaosError(f"{path}: unreadable Parquet ({_first_line(error)}); {fix}") from None
     note = path / DAMAGE_NOTE
     damage = json.loads(note.read_text()) if note.exists() else []
-    return found.select(*event_schema().fieldNames()), damage
+    columns = [
+        F.col(f.name) if f.name in found.columns else F.lit(None).cast(f.dataType).alias(f.name)
+        for f in schema.fields
+    ]
+    return found.select(*columns), damage
 
 
 def _read_jsonl(spark: SparkSession, directory: Path) -> tuple[DataFrame, list[str], DataFrame]:

@@ -42,7 +42,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from eoschaos.checkers.history_io import event_schema, write_parquet
-from eoschaos.contract.checks import CATALOGUE, GROUP_OFFSETS
+from eoschaos.contract.checks import CATALOGUE, GROUP_OFFSETS, INT_POLL_SKIP
 from eoschaos.contract.history import (
     CONSUMER_OFFSETS_TOPIC,
     END_AGGREGATES,
@@ -166,13 +166,17 @@ class _Sql:
         self.aborts = f"({a} > 0 AND k % {max(a, 1)} = {a - 1})"
         earlier = f"k div {a}" if a else "0"
         self.attempt = f"k + {earlier} + IF({self.aborts} AND NOT aborted, 1, 0)"
-        self.input_offset = f"(k div {self.p}) * {self.size} + j"
-        self.input_id = f"({self.input_offset}) * {self.p} + k % {self.p}"
+        self.input_offset, self.input_id = self.source("k", "j")
         self.output_offset = f"u * {self.m + 1} + j div {self.q}"
         self.instance = f"CAST(k % {self.p} % {s.instances} AS INT)"
         self.txn_seq = f"2 * (k div {s.instances}) + IF(aborted, 0, 1)"
         self.generation = f"IF(k < {s.slots // 2}, 1, 2)"
         self.slot_time = f"{s.start} + ({2 * s.partitions} + u) * {s.slot_seconds}"
+
+    def source(self, k: str, j: str) -> tuple[str, str]:
+        """The input offset and id that record j of slot k copies."""
+        offset = f"({k} div {self.p}) * {self.size} + {j}"
+        return offset, f"({offset}) * {self.p} + {k} % {self.p}"
 
 
 @dataclass(frozen=True)
@@ -195,6 +199,12 @@ class Plants:
     group_offsets_behind: int = 0
     unseen: int = 0  # input records at the end of the last partition, never consumed
     nonmonotonic_send: int = 0  # pairs of input records, each pair's second one sent first
+    # Inside one transaction: its last two records' sources swapped (read 0..n-3, n-1, n-2),
+    # its first two sends to output partition 0 landed swapped, and a transaction's last
+    # source swapped with the first of the next slot on its input partition (each skips one).
+    int_poll_reorder: int = 0
+    int_send_reorder: int = 0
+    int_poll_skip: int = 0
     aggregate_mismatch: int = 0
     stale_commit: int = 0
     input_committed_twice: int = 0
@@ -206,8 +216,10 @@ class Plants:
     def expected(self, shape: RunShape) -> dict[str, int]:
         """Check name -> the count it must report. A skipped slot is txn_size skipped records."""
         expected: dict[str, int] = {}
-        for plant, check in CAUGHT_BY:
-            count = getattr(self, plant) * (shape.txn_size if plant == "order_skip" else 1)
+        for plant, check in [*CAUGHT_BY, *ALSO_CAUGHT_BY]:
+            count = getattr(self, plant) * PER_PLANT.get(plant, 1)
+            if plant == "order_skip":
+                count *= shape.txn_size
             if plant == "unseen" and check == GROUP_OFFSETS.name:
                 # counted by partition: the unseen records' one, unless already behind
                 count = int(bool(self.unseen) and self.group_offsets_behind < shape.partitions)
@@ -226,6 +238,11 @@ CAUGHT_BY = [
     for plant in spec.plants
     for name in (spec.name, *spec.implies)
 ]
+# Plants that another check catches too, in Jepsen's terms: a transaction that reads 0, 1, 3,
+# 2 stepped from 1 over 2 (int-poll-skip) before it went back (int-nonmonotonic-poll).
+ALSO_CAUGHT_BY = [("int_poll_reorder", INT_POLL_SKIP.name)]
+# Anomalies one plant makes: a swap of sources between two slots makes each of them skip one.
+PER_PLANT = {"int_poll_skip": 2}
 TRANSACTIONAL_PLANTS = (
     "aborted_read",
     "uncommitted_read",
@@ -235,6 +252,9 @@ TRANSACTIONAL_PLANTS = (
     "stale_commit",
     "fenced_attempts",
     "hung_calls",
+    "int_poll_reorder",
+    "int_send_reorder",
+    "int_poll_skip",
 )
 
 
@@ -261,6 +281,9 @@ class _Targets:
     inconsistent: list[int] = field(default_factory=list)
     duplicate_ids: list[int] = field(default_factory=list)
     duplicate_input_ids: list[int] = field(default_factory=list)
+    poll_reorder: list[int] = field(default_factory=list)  # k: its last two sources swapped
+    send_reorder: list[int] = field(default_factory=list)  # k: its sends j=0 and j=Q swapped
+    poll_skip: list[int] = field(default_factory=list)  # k: last source swapped with k+P's first
 
 
 def write_synthetic(
@@ -282,8 +305,10 @@ def write_synthetic(
         raise ValueError(f"alos histories have no transactions to plant {TRANSACTIONAL_PLANTS}")
     if shape.broker_logs and plants != Plants():
         raise ValueError("broker_logs are written for the regular attempts only: plant nothing")
-    if plants.order_backwards and shape.per_partition < 2:
+    if (plants.order_backwards or plants.int_send_reorder) and shape.per_partition < 2:
         raise ValueError("order_backwards swaps two records of one slot: per_partition >= 2")
+    if plants.int_poll_reorder and shape.txn_size < 3:
+        raise ValueError("int_poll_reorder swaps the last two of 3 or more sources: txn_size >= 3")
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     targets = _choose_targets(shape, plants, random.Random(seed))
@@ -320,12 +345,27 @@ def _choose_targets(shape: RunShape, plants: Plants, rng: random.Random) -> _Tar
         + plants.inconsistent_offsets
         + plants.duplicate
         + plants.duplicate_input
+        + plants.int_poll_reorder
+        + plants.int_send_reorder
+        + 2 * plants.int_poll_skip
     )
     if wanted > len(rest):
         raise ValueError(f"{wanted} planted slots do not fit in {len(rest)}: use more records")
 
     def take(n: int) -> list[int]:
         chosen, rest[:n] = rest[:n], []
+        return chosen
+
+    def take_with_next(n: int) -> list[int]:
+        """n slots k whose next slot on the same input partition, k + P, is free too."""
+        chosen = []
+        for k in sorted(rest):
+            if len(chosen) < n and k in rest and k + shape.partitions in rest:
+                chosen.append(k)
+                rest.remove(k)
+                rest.remove(k + shape.partitions)
+        if len(chosen) < n:
+            raise ValueError("int_poll_skip needs free pairs of slots: use more records")
         return chosen
 
     size = shape.txn_size
@@ -338,6 +378,9 @@ def _choose_targets(shape: RunShape, plants: Plants, rng: random.Random) -> _Tar
         inconsistent=[k * size for k in take(plants.inconsistent_offsets)],
         duplicate_ids=[shape.input_id(k, 1 % size) for k in take(plants.duplicate)],
         duplicate_input_ids=[shape.input_id(k, 0) for k in take(plants.duplicate_input)],
+        poll_reorder=take(plants.int_poll_reorder),
+        send_reorder=take(plants.int_send_reorder),
+        poll_skip=take_with_next(plants.int_poll_skip),
     )
 
 
@@ -734,16 +777,33 @@ def _output_reads(
     swapped = F.when(_member("r", targets.backwards), F.col("j") + q).when(
         _member("r", [r + q for r in targets.backwards]), F.col("j") - q
     )
+    # int-* plants: which slot's record each record copies (src_k, src_j) and its send place
+    last, k, j, p = shape.txn_size - 1, F.col("k"), F.col("j"), shape.partitions
+    reordered, send_swapped = _member("k", targets.poll_reorder), _member("k", targets.send_reorder)
+    skips_out = _member("k", targets.poll_skip) & (j == last)
+    skips_in = _member("k", [x + p for x in targets.poll_skip]) & (j == 0)
+    src_k = F.when(skips_out, k + p).when(skips_in, k - p).otherwise(k)
+    src_j = (
+        F.when(reordered & (j >= last - 1), 2 * last - 1 - j)
+        .when(send_swapped & (j == 0), F.lit(q))
+        .when(send_swapped & (j == q), F.lit(0))
+        .when(skips_out, F.lit(0))
+        .when(skips_in, F.lit(last))
+        .otherwise(j)
+    )
+    src_offset, src_id = sql.source("src_k", "src_j")
     early = _member("r", targets.uncommitted_read)
     observer_time = F.when(
         early, F.expr(f"{sql.slot_time} + {0.4 * shape.slot_seconds}")
     ).otherwise(F.expr(_observer_time(shape, "read_j")))
     final_time = F.expr(f"{_scan_start(end_time, FINAL_COMMITTED)} + offset * {SCAN_STEP}")
     reference_time = F.expr(f"{_scan_start(end_time, FINAL_UNCOMMITTED)} + offset * {SCAN_STEP}")
-    id_column = F.expr(sql.input_id)
+    id_column = F.expr(src_id)
     return (
         attempts.select("*", F.explode(readers).alias("process"))
         .withColumn("read_j", F.coalesce(swapped, F.col("j")))
+        .withColumn("src_k", src_k)
+        .withColumn("src_j", src_j)
         .withColumn("offset", F.expr(sql.output_offset))
         .select(
             F.lit("read").alias("kind"),
@@ -763,9 +823,15 @@ def _output_reads(
             (F.col("j") % q).alias("partition"),
             "offset",
             F.expr(f"k % {sql.p}").alias("src_partition"),
-            F.expr(sql.input_offset).alias("src_offset"),
+            F.expr(src_offset).alias("src_offset"),
             *[F.expr(c) for c in _txn_columns(shape)],
             F.lit(shape.txn_size).alias("txn_size"),
+            F.when(send_swapped, F.col("src_j"))
+            .otherwise(F.col("j"))
+            .cast("int")
+            .alias("txn_index")
+            if shape.mode == "eos"
+            else F.lit(None).cast("int").alias("txn_index"),
             F.expr("IF(aborted, 'abort', 'commit')" if shape.mode == "eos" else "'none'").alias(
                 "fate"
             ),
@@ -1206,6 +1272,9 @@ class _Tail:
             "nonmonotonic_send": [
                 {"partition": 0, "offset": offset} for offset in self.sent_out_of_order
             ],
+            "int_poll_reorder": [at(k * s.txn_size + s.txn_size - 1) for k in targets.poll_reorder],
+            "int_send_reorder": [at(k * s.txn_size) for k in targets.send_reorder],
+            "int_poll_skip": [at(k * s.txn_size + s.txn_size - 1) for k in targets.poll_skip],
         }
 
 

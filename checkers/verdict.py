@@ -23,10 +23,18 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from eoschaos.checkers import aggregates, delivery, fencing, isolation, liveness, send_order
+from eoschaos.checkers import (
+    aggregates,
+    delivery,
+    fencing,
+    isolation,
+    liveness,
+    send_order,
+    transaction_order,
+)
 from eoschaos.checkers.agreement import fate_counts, history_agreement
 from eoschaos.checkers.census import Census, take_census
-from eoschaos.checkers.findings import result, tally
+from eoschaos.checkers.findings import Tally, result, tally
 from eoschaos.checkers.forensics import forensics_section
 from eoschaos.checkers.history_io import History, load_history
 from eoschaos.checkers.lineage import history_lineage, lineage_section
@@ -50,6 +58,7 @@ from eoschaos.checkers.offset_commits import offset_commit_findings
 from eoschaos.checkers.raw_records import attach_raw_records
 from eoschaos.checkers.spark import concurrently, jobs_counted
 from eoschaos.checkers.timeline import timeline
+from eoschaos.checkers.transaction_order import INT_SEND_SKIP_NOTE
 from eoschaos.checkers.transactions import (
     outcome_counts,
     transaction_reads,
@@ -62,6 +71,7 @@ from eoschaos.contract.checks import (
     CATALOGUE,
     EXPECTED_OUTPUT,
     GROUP_OFFSETS,
+    INT_SEND_SKIP,
     TORN_TRANSACTION,
     UNCOMMITTED_OFFSET_READ,
     UNSEEN,
@@ -74,6 +84,7 @@ from eoschaos.contract.checks import (
 from eoschaos.contract.history import (
     FINAL_COMMITTED,
     FINAL_UNCOMMITTED,
+    HEADER_TXN_INDEX,
     LOG_BATCH,
     LOG_BATCH_KIND,
     LOG_BATCHES,
@@ -115,6 +126,8 @@ def _judge(
         parts.append(isolation.offset_findings(history, census))
     if Pass.SEND_ORDER in passes:
         parts.append(send_order.send_order_findings(history))
+    if Pass.TRANSACTION_ORDER in passes:
+        parts.append(transaction_order.transaction_order_findings(history))
     if Pass.DELIVERY in passes:
         committed = (
             liveness.committed_offsets(census, history.input_topic)
@@ -169,6 +182,13 @@ def _judge(
     )
     tallies = {name: found for part in tallied for name, found in part.items()}
     txn_stats.update(log_stats)
+    if Pass.TRANSACTION_ORDER in passes:
+        interleaved = tallies.pop(INT_SEND_SKIP, None) or Tally()
+        txn_stats[INT_SEND_SKIP] = {
+            "count": interleaved.count,
+            "examples": interleaved.examples,
+            "note": INT_SEND_SKIP_NOTE,
+        }
     if pieces is not None and ABORTED_OFFSET_READ.name in tallies:
         examples = tallies[ABORTED_OFFSET_READ.name].examples
         name_transactions(pieces, examples, history.output_topic)
@@ -301,6 +321,11 @@ def _not_applicable(history: History, census: Census) -> dict[str, str]:
         missing[Evidence.TRANSACTION_HISTORY] = (
             f"workload {history.manifest.get('workload')} writes no per-transaction history "
             f"({ABORTED_OFFSET_READ.name} judges its reads by offsets)"
+        )
+    if not census.indexed_reads:
+        missing[Evidence.SEND_INDEX] = (
+            "the output records name no place in their transaction (header "
+            f"{HEADER_TXN_INDEX}): the run was recorded by an eoschaos that did not write it"
         )
     if not census.log_rows.get(TXN_STATE):
         missing[Evidence.COORDINATOR_STATES] = (

@@ -183,6 +183,21 @@ def test_eos_output_records_carry_their_lineage(eos_run: Run) -> None:
         assert read["generation"] >= 1
 
 
+def test_eos_output_records_name_their_place_among_their_transactions_sends(
+    eos_run: Run,
+) -> None:
+    by_txn: dict[tuple, list[dict]] = {}
+    for read in eos_run.output_reads("final-committed"):
+        by_txn.setdefault((read["instance"], read["incarnation"], read["txn_seq"]), []).append(read)
+    assert by_txn
+    for reads in by_txn.values():
+        reads.sort(key=lambda read: read["txn_index"])
+        assert [read["txn_index"] for read in reads] == list(range(reads[0]["txn_size"]))
+        for partition in {read["src_partition"] for read in reads}:  # sent in the order read
+            sources = [read["src_offset"] for read in reads if read["src_partition"] == partition]
+            assert sources == sorted(sources)
+
+
 def test_eos_transactions_commit_the_offsets_they_consumed(eos_run: Run) -> None:
     commits = eos_run.select("processor-", kind="txn", f="commit", type="ok")
     assert commits

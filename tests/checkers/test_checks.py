@@ -224,6 +224,9 @@ def test_a_correct_history_counts_none_under_jepsens_names(clean):
         "isolation.aborted-offset-read": {"G1a": 0},
         "isolation.order": {"nonmonotonic-poll": 0, "poll-skip": 0},
         "isolation.nonmonotonic-send": {"nonmonotonic-send": 0},
+        "isolation.int-nonmonotonic-poll": {"int-nonmonotonic-poll": 0},
+        "isolation.int-poll-skip": {"int-poll-skip": 0},
+        "isolation.int-nonmonotonic-send": {"int-nonmonotonic-send": 0},
         "isolation.inconsistent-offsets": {"inconsistent-offsets": 0},
         "liveness.unseen": {"unseen": 0},
     }

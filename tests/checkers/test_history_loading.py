@@ -4,13 +4,14 @@ damage is refused with one line naming the file and the fix."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 
 from eoschaos.checkers.history_io import compact_history, load_history
 from eoschaos.contract.errors import EoschaosError
-from eoschaos.contract.history import HistoryWriter
+from eoschaos.contract.history import ADDED_FIELDS, HistoryWriter
 from eoschaos.contract.rundir import write_manifest
 
 
@@ -132,6 +133,19 @@ def test_parquet_of_another_schema_is_refused_with_the_way_back(spark, tmp_path)
     spark.range(3).write.parquet(str(run_dir / "history.parquet"))
     with pytest.raises(EoschaosError, match=r"columns missing .*; remove .*history\.parquet"):
         load_history(spark, run_dir)
+
+
+def test_parquet_recorded_before_a_field_was_added_reads_it_as_null(spark, tmp_path):
+    run_dir = write_run(tmp_path)
+    compact_history(spark, run_dir)
+    parquet = run_dir / "history.parquet"
+    older = spark.read.parquet(str(parquet)).drop(*ADDED_FIELDS)
+    older.write.partitionBy("kind").parquet(str(tmp_path / "older"))
+    shutil.rmtree(parquet)
+    (tmp_path / "older").rename(parquet)
+    events = load_history(spark, run_dir).events
+    assert events.where(events.txn_index.isNotNull()).count() == 0
+    assert events.count() == 8
 
 
 def test_unreadable_parquet_is_refused(spark, tmp_path):

@@ -1,10 +1,10 @@
 """What an output record carries about where it came from, and how a reader gets it back.
 
 Every output record names its source record, the processor (instance, incarnation), the
-transaction (transactional.id, sequence, size, intended fate) and the consumer group
-generation the processor held, as ASCII headers. A reader turns those headers back into the
-`read` event fields of docs/history.md, so checkers can follow a record's lineage without
-ever talking to Kafka.
+transaction (transactional.id, sequence, size, intended fate, the record's place in it) and
+the consumer group generation the processor held, as ASCII headers. A reader turns those
+headers back into the `read` event fields of docs/history.md, so checkers can follow a
+record's lineage without ever talking to Kafka.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from eoschaos.contract.history import (
     HEADER_SRC_PARTITION,
     HEADER_SRC_TOPIC,
     HEADER_TXN_ID,
+    HEADER_TXN_INDEX,
     HEADER_TXN_SEQ,
     HEADER_TXN_SIZE,
 )
@@ -43,6 +44,7 @@ _HEADER_FIELDS: dict[str, tuple[str, type]] = {
     HEADER_TXN_ID: ("txn_id", str),
     HEADER_TXN_SEQ: ("txn_seq", int),
     HEADER_TXN_SIZE: ("txn_size", int),
+    HEADER_TXN_INDEX: ("txn_index", int),
     HEADER_GENERATION: ("generation", int),
     HEADER_FATE: ("fate", str),
 }
@@ -74,8 +76,15 @@ def transform(value: bytes | None) -> bytes:
 
 
 def lineage_headers(
-    tag: TransactionTag, src_topic: str, src_partition: int, src_offset: int, src_id: int
+    tag: TransactionTag,
+    src_topic: str,
+    src_partition: int,
+    src_offset: int,
+    src_id: int,
+    index: int | None = None,
 ) -> list[tuple[str, bytes]]:
+    """`index`: the record's place among its transaction's sends, which the int-* checks
+    order by (a transaction's sends to several partitions have no common offset order)."""
     values: dict[str, object | None] = {
         HEADER_SRC_TOPIC: src_topic,
         HEADER_SRC_PARTITION: src_partition,
@@ -86,6 +95,7 @@ def lineage_headers(
         HEADER_TXN_ID: tag.txn_id,
         HEADER_TXN_SEQ: tag.txn_seq,
         HEADER_TXN_SIZE: tag.txn_size,
+        HEADER_TXN_INDEX: index,
         HEADER_GENERATION: tag.generation,
         HEADER_FATE: tag.fate,
     }

@@ -164,8 +164,8 @@ class TransactionalProcessor:
     def _produce(self, records: list[Message], tag: TransactionTag) -> None:
         consumed: dict[int, int] = {}
         try:
-            for record in records:
-                self._produce_one(record, tag)
+            for index, record in enumerate(records):
+                self._produce_one(record, tag, index)
                 consumed[record.partition()] = record.offset() + 1
         except KafkaException as exc:
             error = exc.args[0]
@@ -181,9 +181,9 @@ class TransactionalProcessor:
             offsets=[{"partition": p, "offset": o} for p, o in sorted(consumed.items())],
         )
 
-    def _produce_one(self, record: Message, tag: TransactionTag) -> None:
+    def _produce_one(self, record: Message, tag: TransactionTag, index: int) -> None:
         headers = lineage_headers(
-            tag, record.topic(), record.partition(), record.offset(), int(record.key())
+            tag, record.topic(), record.partition(), record.offset(), int(record.key()), index
         )
         while True:
             try:

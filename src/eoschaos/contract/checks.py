@@ -20,6 +20,8 @@ class Evidence(Enum):
 
     TRANSACTIONS = "transactions"  # the pipeline's mode uses them
     TRANSACTION_HISTORY = "transaction history"  # the client's own `txn` events (kip447)
+    # output records name their place among their transaction's sends (eoschaos.txn.index)
+    SEND_INDEX = "send index"
     COORDINATOR_STATES = "coordinator states"  # the coordinators' log (`log-batches` rows)
     BATCH_HEADERS = "batch headers"  # the run's partitions' batches and markers (`log-batches`)
     OFFSET_COMMITS = "offset commits"  # the group coordinators' log (`log-batches` rows)
@@ -37,6 +39,7 @@ class Pass(Enum):
     DELIVERY = "delivery"  # per input id
     OFFSETS = "offsets"  # per topic-partition-offset
     SEND_ORDER = "send order"  # each producer's acknowledged sends per partition, as sent
+    TRANSACTION_ORDER = "transaction order"  # each committed transaction's records, as sent
     TRANSACTION_READS = "transaction reads"  # reads joined to the client's transactions
     ZOMBIES = "zombies"  # the client's transactions per input partition and owner
     STALE_COMMITS = "stale commits"  # coordinator states against the clients' commit calls
@@ -50,6 +53,7 @@ class Pass(Enum):
 # Where a check's evidence comes from beyond what readers read (verdict.json's `evidence`).
 FROM_SOURCE: dict[Evidence, str] = {
     Evidence.TRANSACTION_HISTORY: "client history",
+    Evidence.SEND_INDEX: "client history",
     Evidence.COORDINATOR_STATES: "broker logs",
     Evidence.BATCH_HEADERS: "broker logs",
     Evidence.OFFSET_COMMITS: "broker logs",
@@ -239,6 +243,53 @@ NONMONOTONIC_SEND = CheckSpec(
     examples_on_input=True,
     jepsen=(JepsenName("nonmonotonic-send"),),
 )
+# Jepsen's int-* family: order inside one committed transaction of a processor, by the place
+# each record's copy holds among the transaction's sends (it sends in the order it read).
+_IN_TRANSACTION = (
+    Evidence.TRANSACTIONS,
+    Evidence.TRANSACTION_HISTORY,
+    Evidence.SEND_INDEX,
+    Evidence.FINAL_SCAN,
+)
+INT_NONMONOTONIC_POLL = CheckSpec(
+    "isolation.int-nonmonotonic-poll",
+    "Within one committed transaction, the processor read an input partition out of order: a "
+    "record it sent later came from an input offset at or below that of the record it sent "
+    "just before from that partition.",
+    Pass.TRANSACTION_ORDER,
+    _IN_TRANSACTION,
+    look="the example transaction's records in the order it sent them: its consumer was "
+    "rewound (a seek, a rebalance) while the transaction was open",
+    plants=("int_poll_reorder",),
+    jepsen=(JepsenName("int-nonmonotonic-poll"),),
+)
+INT_POLL_SKIP = CheckSpec(
+    "isolation.int-poll-skip",
+    "Within one committed transaction, the processor stepped over input records: two records "
+    "it sent one after the other from one input partition came from offsets with records of "
+    "the final committed input scan between them.",
+    Pass.TRANSACTION_ORDER,
+    _IN_TRANSACTION,
+    look="the skipped input offsets: whether another transaction processed them (a "
+    "rebalance mid-transaction) or none did (delivery.lost)",
+    plants=("int_poll_skip",),
+    jepsen=(JepsenName("int-poll-skip"),),
+)
+INT_NONMONOTONIC_SEND = CheckSpec(
+    "isolation.int-nonmonotonic-send",
+    "Within one committed transaction, a record landed at a lower offset of an output "
+    "partition than the record the transaction sent there just before it.",
+    Pass.TRANSACTION_ORDER,
+    _IN_TRANSACTION,
+    look="the example's two output offsets and their batches: a producer that retried the "
+    "earlier batch while the later one was in flight",
+    plants=("int_send_reorder",),
+    jepsen=(JepsenName("int-nonmonotonic-send"),),
+)
+# Jepsen's int-send-skip (another transaction's record between two consecutive sends of one
+# transaction to a partition) is normal in Kafka, whose transactions do not isolate their
+# appends: the same pass counts it for information (verdict.json's stats), not as a check.
+INT_SEND_SKIP = "int-send-skip"
 INCONSISTENT_OFFSETS = CheckSpec(
     "isolation.inconsistent-offsets",
     "Two readers saw different records at the same topic, partition and offset.",
@@ -391,6 +442,9 @@ CATALOGUE: dict[str, CheckSpec] = {
         FRACTURED_READ,
         ORDER,
         NONMONOTONIC_SEND,
+        INT_NONMONOTONIC_POLL,
+        INT_POLL_SKIP,
+        INT_NONMONOTONIC_SEND,
         INCONSISTENT_OFFSETS,
         ABORTED_OFFSET_READ,
         UNCOMMITTED_OFFSET_READ,

@@ -60,9 +60,13 @@ SCHEMA_DDL = ", ".join(
         "target STRING",
         "params STRING",
         "lso LONG",
+        "txn_index INT",
     ]
 )
 FIELDS = tuple(part.split(" ", 1)[0] for part in SCHEMA_DDL.split(", ") if " " in part)
+# Fields added to schema v1 after runs were recorded without them (adding a field does not
+# change what any other means): a history without one reads it as null.
+ADDED_FIELDS = ("txn_index",)
 
 # Lineage headers every output record of a processor carries (ASCII values).
 HEADER_SRC_TOPIC = "eoschaos.src.topic"
@@ -74,6 +78,7 @@ HEADER_INCARNATION = "eoschaos.incarnation"
 HEADER_TXN_ID = "eoschaos.txn.id"
 HEADER_TXN_SEQ = "eoschaos.txn.seq"
 HEADER_TXN_SIZE = "eoschaos.txn.size"
+HEADER_TXN_INDEX = "eoschaos.txn.index"  # the record's place among its transaction's sends
 HEADER_GENERATION = "eoschaos.generation"
 HEADER_FATE = "eoschaos.fate"
 
