@@ -22,6 +22,7 @@ from eoschaos.contract.rundir import write_manifest
 
 INPUT, OUTPUT = "input-topic", "output-topic"
 INPUT_RECORDS = 8  # input partition 0, offsets 0..7, id = offset
+IN_TRANSACTION = [INT_NONMONOTONIC_POLL, INT_POLL_SKIP, INT_NONMONOTONIC_SEND]
 
 
 def write_run(run_dir: Path, outputs: list[tuple[int, int | None, int, int]]) -> Path:
@@ -106,6 +107,15 @@ def unindexed_verdict(spark, tmp_path_factory) -> dict:
     return check_run(spark, write_run(tmp_path_factory.mktemp("old") / "run", outputs))
 
 
-@pytest.mark.parametrize("check", [INT_NONMONOTONIC_POLL, INT_POLL_SKIP, INT_NONMONOTONIC_SEND])
+@pytest.mark.parametrize("check", IN_TRANSACTION)
 def test_without_send_places_the_int_checks_are_not_applicable(unindexed_verdict, check):
     assert "eoschaos.txn.index" in unindexed_verdict["not_applicable"][check.name]
+
+
+def test_int_send_skip_is_in_the_verdicts_statistics_and_fails_no_check(spark, tmp_path):
+    verdict = check_run(
+        spark, write_run(tmp_path / "run", [(0, 0, 0, 0), (1, 0, 1, 2), (0, 1, 2, 1)])
+    )
+    interleaved = verdict["stats"]["transactions"][INT_SEND_SKIP]
+    assert (interleaved["count"], interleaved["examples"][0]["offset"]) == (1, 2)
+    assert all(verdict["checks"][check.name]["verdict"] == "PASS" for check in IN_TRANSACTION)
