@@ -48,19 +48,24 @@ def transaction_order_findings(history: History) -> DataFrame:
 
     Two copies with the same place in one transaction are one send appended twice
     (delivery.duplicate's business), not a read or send out of order."""
-    committed = history.kind("read").where(F.col("process") == FINAL_COMMITTED)
-    in_partition = Window.partitionBy("partition").orderBy("offset")
-    inputs = committed.where(F.col("topic") == history.input_topic).select(
+    # Both topics' places in one window: the join's two sides then share its exchange.
+    in_partition = Window.partitionBy("topic", "partition").orderBy("offset")
+    placed = (
+        history.kind("read")
+        .where(
+            (F.col("process") == FINAL_COMMITTED)
+            & F.col("topic").isin(history.input_topic, history.output_topic)
+        )
+        .withColumn("position", F.row_number().over(in_partition))
+    )
+    inputs = placed.where(F.col("topic") == history.input_topic).select(
         F.col("partition").alias("src_partition"),
         F.col("offset").alias("src_offset"),
-        F.row_number().over(in_partition).alias("src_position"),
+        F.col("position").alias("src_position"),
     )
-    sent = (
-        committed.where(F.col("topic") == history.output_topic)
-        .withColumn("position", F.row_number().over(in_partition))
-        .where(txn_known() & F.col("txn_index").isNotNull())
-        .join(inputs, ["src_partition", "src_offset"], "left")
-    )
+    sent = placed.where(
+        (F.col("topic") == history.output_topic) & txn_known() & F.col("txn_index").isNotNull()
+    ).join(inputs, ["src_partition", "src_offset"], "left")
     # One shuffle by transaction; each order is a sort inside it, and a row's predecessor
     # counts only in the same input (output) partition.
     as_read = Window.partitionBy(*TXN_KEY_FIELDS).orderBy("src_partition", "txn_index", "offset")
