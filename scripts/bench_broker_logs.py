@@ -35,13 +35,11 @@ def generate(run_dir: Path, records: int, broker_logs: bool) -> None:
     from dataclasses import replace
 
     from eoschaos.checkers.spark import spark_session
-    from eoschaos.checkers.synthetic import write_synthetic
+    from eoschaos.testing import generate
 
     spark = spark_session(app="eoschaos-bench-generate")
     started = time.monotonic()
-    write_synthetic(
-        spark, run_dir, replace(shape(records), broker_logs=broker_logs), seed=1, parquet=True
-    )
+    generate(spark, run_dir, replace(shape(records), broker_logs=broker_logs), seed=1, parquet=True)
     print(f"generated {run_dir.name} in {time.monotonic() - started:.1f}s", flush=True)
     spark.stop()
 

@@ -43,8 +43,8 @@ from urllib.parse import unquote
 
 from pyspark.sql import functions as F
 
-from eoschaos.checkers.synthetic import Plants, RunShape
 from eoschaos.contract.checks import ABORTED_READ, DUPLICATE, LOST, ORDER
+from eoschaos.testing import Plants, RunShape
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))  # the tests' standalone cluster and /proc readers
@@ -85,11 +85,11 @@ def shape(records: int) -> RunShape:
 
 def generate(run_dir: Path, records: int) -> None:
     from eoschaos.checkers.spark import spark_session
-    from eoschaos.checkers.synthetic import write_synthetic
+    from eoschaos.testing import generate
 
     spark = spark_session(app="eoschaos-bench-generate")
     started = time.monotonic()
-    run = write_synthetic(spark, run_dir, shape(records), PLANTS, seed=1, parquet=True)
+    run = generate(spark, run_dir, shape(records), PLANTS, seed=1, parquet=True)
     (run_dir / "expected.json").write_text(json.dumps(run.expected, indent=2) + "\n")
     print(f"generated {records:,} records in {time.monotonic() - started:.1f}s", flush=True)
     spark.stop()

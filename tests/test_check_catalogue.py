@@ -7,7 +7,6 @@ from __future__ import annotations
 from dataclasses import fields
 from pathlib import Path
 
-from eoschaos.checkers.synthetic import PLANT_CHECKS, Plants
 from eoschaos.contract.checks import (
     CATALOGUE,
     Evidence,
@@ -16,6 +15,7 @@ from eoschaos.contract.checks import (
     markdown_table,
     needing_pass,
 )
+from eoschaos.testing import PLANT_CHECKS, Plants
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "checkers.md"
 INFORMATIONAL_PLANTS = {"fenced_attempts", "hung_calls"}  # counted, not anomalies

@@ -17,10 +17,10 @@ from eoschaos.checkers.agreement import fate_counts, history_agreement
 from eoschaos.checkers.history_io import load_history
 from eoschaos.checkers.log_transactions import offset_commits, producer_rows
 from eoschaos.checkers.log_transactions import transaction_table as log_transaction_table
-from eoschaos.checkers.synthetic import RunShape, write_synthetic
 from eoschaos.checkers.transactions import outcome_counts, transaction_table
 from eoschaos.contract.history import FINAL_UNCOMMITTED, LOG_BATCH, LOG_BATCH_KIND, LOG_BATCHES
 from eoschaos.contract.rundir import HISTORY_DIR
+from eoschaos.testing import RunShape, generate
 
 SHAPE = RunShape(broker_logs=True)
 PROCESSOR = "processor-0.1"  # instance 0's only incarnation
@@ -29,7 +29,7 @@ PROCESSOR = "processor-0.1"  # instance 0's only incarnation
 @pytest.fixture(scope="module")
 def logged_run(spark, tmp_path_factory) -> Path:
     """The correct synthetic run with its brokers' logs, written once; each test judges a copy."""
-    return write_synthetic(spark, tmp_path_factory.mktemp("logged"), SHAPE, parquet=False).run_dir
+    return generate(spark, tmp_path_factory.mktemp("logged"), SHAPE, parquet=False).run_dir
 
 
 @pytest.fixture

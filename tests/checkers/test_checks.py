@@ -13,13 +13,13 @@ from fuzzing import in_ci_and_nightly
 from hypothesis import strategies as st
 
 from eoschaos import cli
-from eoschaos.checkers.synthetic import PLANT_CHECKS, Plants, RunShape, write_synthetic
 from eoschaos.checkers.verdict import check_run
 from eoschaos.contract.capabilities import Capabilities
 from eoschaos.contract.checks import CATALOGUE, Evidence, needing
 from eoschaos.contract.history import END_STATE, FINAL_COMMITTED, FINAL_SCANS, LOG_BATCHES
 from eoschaos.contract.rundir import HISTORY_DIR
 from eoschaos.run import WarmJudge
+from eoschaos.testing import PLANT_CHECKS, Plants, RunShape, generate
 
 SHAPE = RunShape()  # 512 records, 2 input and 2 output partitions, 2 instances, 1 abort in 3
 # A synthetic run is a copy pipeline: the check of an aggregating one (--expect) never applies
@@ -49,13 +49,13 @@ def failing_counts(verdict: dict) -> dict[str, int]:
 
 @pytest.fixture(scope="module")
 def clean(spark, tmp_path_factory):
-    run = write_synthetic(spark, tmp_path_factory.mktemp("clean"), SHAPE)
+    run = generate(spark, tmp_path_factory.mktemp("clean"), SHAPE)
     return run, check_run(spark, run.run_dir, lineage=False)
 
 
 @pytest.fixture(scope="module")
 def planted(spark, tmp_path_factory):
-    run = write_synthetic(spark, tmp_path_factory.mktemp("planted"), SHAPE, EVERY_ANOMALY, seed=7)
+    run = generate(spark, tmp_path_factory.mktemp("planted"), SHAPE, EVERY_ANOMALY, seed=7)
     return run, check_run(spark, run.run_dir, max_examples=ALL_EXAMPLES, lineage=False)
 
 
@@ -173,7 +173,7 @@ def test_planted_anomaly_fails_its_check_with_the_planted_count_and_records(plan
 
 def test_an_input_duplicate_reflected_once_per_copy_is_not_blamed_on_the_pipeline(spark, tmp_path):
     """Two input records with one id are two records to process: two outputs are exactly-once."""
-    run = write_synthetic(spark, tmp_path, SHAPE, Plants(duplicate_input=2), parquet=False)
+    run = generate(spark, tmp_path, SHAPE, Plants(duplicate_input=2), parquet=False)
     assert failing_counts(check_run(spark, run.run_dir, lineage=False)) == {
         "delivery.duplicate-input": 2
     }
@@ -205,7 +205,7 @@ def test_jepsens_names_count_what_each_check_found_under_them(planted):
 def test_a_send_acknowledged_below_the_producers_previous_one_is_nonmonotonic(spark, tmp_path):
     """Jepsen's nonmonotonic-send: in each planted pair the later send call landed at the
     lower offset; nothing else is wrong with those records (each is copied once)."""
-    run = write_synthetic(spark, tmp_path, SHAPE, Plants(nonmonotonic_send=2), parquet=False)
+    run = generate(spark, tmp_path, SHAPE, Plants(nonmonotonic_send=2), parquet=False)
     verdict = check_run(spark, run.run_dir, lineage=False)
     assert failing_counts(verdict) == {"isolation.nonmonotonic-send": 2}
     examples = verdict["checks"]["isolation.nonmonotonic-send"]["examples"]
@@ -233,7 +233,7 @@ def test_a_correct_history_counts_none_under_jepsens_names(clean):
 
 
 def test_examples_are_capped_but_the_count_is_not(spark, tmp_path):
-    run = write_synthetic(spark, tmp_path, SHAPE, Plants(lost=4))
+    run = generate(spark, tmp_path, SHAPE, Plants(lost=4))
     result = check_run(spark, run.run_dir, max_examples=3, lineage=False)["checks"]["delivery.lost"]
     assert (result["count"], len(result["examples"])) == (4, 3)
 
@@ -241,7 +241,7 @@ def test_examples_are_capped_but_the_count_is_not(spark, tmp_path):
 def test_a_record_the_pipeline_never_reached_is_unseen_not_lost(spark, tmp_path):
     """Jepsen's unseen against lost-write: the group's committed offset stayed at the first of
     the records never delivered, so nothing was skipped; the pipeline stalled there."""
-    run = write_synthetic(spark, tmp_path, SHAPE, Plants(unseen=2), parquet=False)
+    run = generate(spark, tmp_path, SHAPE, Plants(unseen=2), parquet=False)
     verdict = check_run(spark, run.run_dir, lineage=False)
     assert failing_counts(verdict) == {"liveness.unseen": 2, "liveness.group-offsets": 1}
     first = run.planted["unseen"][0]
@@ -253,7 +253,7 @@ def test_a_record_the_pipeline_never_reached_is_unseen_not_lost(spark, tmp_path)
 def test_a_partition_the_group_stalled_on_says_since_when(spark, tmp_path):
     """Since the first record it never committed past was acknowledged, in seconds into the
     run: the moment the pipeline had input it would never move past."""
-    run = write_synthetic(spark, tmp_path, SHAPE, Plants(unseen=2), parquet=False)
+    run = generate(spark, tmp_path, SHAPE, Plants(unseen=2), parquet=False)
     verdict = check_run(spark, run.run_dir, lineage=False)
     first = run.planted["unseen"][0]
     rows = [
@@ -275,7 +275,7 @@ def test_a_partition_the_group_stalled_on_says_since_when(spark, tmp_path):
 
 
 def test_without_the_groups_offsets_a_record_never_delivered_is_lost(spark, tmp_path):
-    run = write_synthetic(spark, tmp_path, SHAPE, Plants(unseen=2), parquet=False)
+    run = generate(spark, tmp_path, SHAPE, Plants(unseen=2), parquet=False)
     end_state = run.run_dir / "history" / "end-state.jsonl"
     lines = end_state.read_text().splitlines(keepends=True)
     end_state.write_text("".join(line for line in lines if '"group-offset"' not in line))
@@ -285,7 +285,7 @@ def test_without_the_groups_offsets_a_record_never_delivered_is_lost(spark, tmp_
 
 
 def test_fenced_attempts_are_counted_without_failing(spark, tmp_path):
-    run = write_synthetic(spark, tmp_path, SHAPE, Plants(fenced_attempts=2))
+    run = generate(spark, tmp_path, SHAPE, Plants(fenced_attempts=2))
     verdict = check_run(spark, run.run_dir, lineage=False)
     zombie = verdict["checks"]["fencing.zombie-write"]
     assert (verdict["verdict"], zombie["counts"]["rejected_attempts"]) == ("PASS", 2)
@@ -293,7 +293,7 @@ def test_fenced_attempts_are_counted_without_failing(spark, tmp_path):
 
 
 def test_a_call_that_hung_past_its_timeout_is_counted_not_taken_for_a_rejection(spark, tmp_path):
-    run = write_synthetic(spark, tmp_path, SHAPE, Plants(hung_calls=1, fenced_attempts=2))
+    run = generate(spark, tmp_path, SHAPE, Plants(hung_calls=1, fenced_attempts=2))
     verdict = check_run(spark, run.run_dir, lineage=False)
     transactions = verdict["stats"]["transactions"]
     assert (verdict["verdict"], transactions["hung"], transactions["rejected_attempts"]) == (
@@ -305,7 +305,7 @@ def test_a_call_that_hung_past_its_timeout_is_counted_not_taken_for_a_rejection(
 
 def test_alos_history_lists_transactional_checks_as_not_applicable(spark, tmp_path):
     shape = RunShape(mode="alos", abort_every=0)
-    run = write_synthetic(spark, tmp_path, shape, Plants(duplicate=1))
+    run = generate(spark, tmp_path, shape, Plants(duplicate=1))
     verdict = check_run(spark, run.run_dir, lineage=False)
     assert sorted(verdict["not_applicable"]) == sorted({*NEEDS_TRANSACTIONS, *NEVER_APPLIED})
     assert not set(NEEDS_TRANSACTIONS) & set(verdict["checks"])
@@ -315,7 +315,7 @@ def test_alos_history_lists_transactional_checks_as_not_applicable(spark, tmp_pa
 def test_history_without_end_state_lists_liveness_and_offset_reads_as_not_applicable(
     spark, tmp_path
 ):
-    run = write_synthetic(spark, tmp_path, SHAPE, parquet=False)
+    run = generate(spark, tmp_path, SHAPE, parquet=False)
     (run.run_dir / "history" / "end-state.jsonl").unlink()
     verdict = check_run(spark, run.run_dir, lineage=False)
     assert sorted(verdict["not_applicable"]) == sorted(
@@ -339,7 +339,7 @@ def test_history_without_end_state_lists_liveness_and_offset_reads_as_not_applic
 def test_black_box_workload_lists_per_transaction_checks_as_not_applicable(
     spark, tmp_path, workload
 ):
-    run = write_synthetic(spark, tmp_path, SHAPE, parquet=False)
+    run = generate(spark, tmp_path, SHAPE, parquet=False)
     manifest = json.loads((run.run_dir / "run.json").read_text())
     (run.run_dir / "run.json").write_text(json.dumps({**manifest, "workload": workload}))
     verdict = check_run(spark, run.run_dir, lineage=False)
@@ -352,7 +352,7 @@ def test_a_history_without_the_coordinators_states_lists_stale_commit_as_not_app
 ):
     """Runs before the coordinators' logs were recorded, or whose logs could not be read,
     judge the rest."""
-    run = write_synthetic(spark, tmp_path, SHAPE, Plants(stale_commit=1, lost=1), parquet=False)
+    run = generate(spark, tmp_path, SHAPE, Plants(stale_commit=1, lost=1), parquet=False)
     (run.run_dir / HISTORY_DIR / f"{LOG_BATCHES}.jsonl").unlink()
     verdict = check_run(spark, run.run_dir, lineage=False)
     assert sorted(verdict["not_applicable"]) == sorted(
@@ -364,7 +364,7 @@ def test_a_history_without_the_coordinators_states_lists_stale_commit_as_not_app
 
 
 def test_checks_follow_the_recorded_capabilities_not_the_workload_name(spark, tmp_path):
-    run = write_synthetic(spark, tmp_path, SHAPE, parquet=False)
+    run = generate(spark, tmp_path, SHAPE, parquet=False)
     manifest = json.loads((run.run_dir / "run.json").read_text())
     black_box = Capabilities(
         transactions=True,
@@ -379,7 +379,7 @@ def test_checks_follow_the_recorded_capabilities_not_the_workload_name(spark, tm
 
 
 def test_offset_reads_catch_an_aborted_read_without_transaction_history(spark, tmp_path):
-    run = write_synthetic(spark, tmp_path, SHAPE, Plants(aborted_read=2), parquet=False)
+    run = generate(spark, tmp_path, SHAPE, Plants(aborted_read=2), parquet=False)
     manifest = json.loads((run.run_dir / "run.json").read_text())
     (run.run_dir / "run.json").write_text(json.dumps({**manifest, "workload": "byo"}))
     verdict = check_run(spark, run.run_dir, lineage=False)
@@ -389,7 +389,7 @@ def test_offset_reads_catch_an_aborted_read_without_transaction_history(spark, t
 def test_a_history_that_changed_since_it_was_checked_is_judged_as_it_is_now(spark, tmp_path):
     """One session re-checking a run dir (a matrix, the pytest plugin) reads the files again,
     never the lines it parsed the first time."""
-    run = write_synthetic(spark, tmp_path, SHAPE, parquet=False)
+    run = generate(spark, tmp_path, SHAPE, parquet=False)
     assert check_run(spark, run.run_dir, lineage=False)["verdict"] == "PASS"
     scan = run.run_dir / HISTORY_DIR / f"{FINAL_COMMITTED}.jsonl"
     lines = scan.read_text().splitlines(keepends=True)
@@ -399,7 +399,7 @@ def test_a_history_that_changed_since_it_was_checked_is_judged_as_it_is_now(spar
 
 
 def test_truncated_history_is_checked_and_flagged_incomplete(spark, tmp_path):
-    run = write_synthetic(spark, tmp_path, SHAPE, Plants(lost=1), parquet=False)
+    run = generate(spark, tmp_path, SHAPE, Plants(lost=1), parquet=False)
     with (Path(run.run_dir) / "history" / "observer.jsonl").open("a") as history:
         history.write('{"kind":"read","type":"ok","f":"po')
     verdict = check_run(spark, run.run_dir, lineage=False)
@@ -415,9 +415,7 @@ CI_EXAMPLES, NIGHTLY_EXAMPLES = 5, 60
 
 
 def every_planted_anomaly_is_reported_and_none_invented(spark, tmp_path_factory, chosen, seed):
-    run = write_synthetic(
-        spark, tmp_path_factory.mktemp("property"), SHAPE, Plants(**chosen), seed=seed
-    )
+    run = generate(spark, tmp_path_factory.mktemp("property"), SHAPE, Plants(**chosen), seed=seed)
     verdict = check_run(spark, run.run_dir, max_examples=ALL_EXAMPLES, lineage=False)
     assert failing_counts(verdict) == run.expected
     for plant in chosen:
@@ -444,7 +442,7 @@ def _cut_before_its_end(run_dir: Path) -> None:
 
 
 def test_a_run_that_did_not_reach_its_end_is_unknown_never_pass(spark, tmp_path):
-    run = write_synthetic(spark, tmp_path, SHAPE, seed=3, parquet=False)
+    run = generate(spark, tmp_path, SHAPE, seed=3, parquet=False)
     _cut_before_its_end(run.run_dir)
     verdict = check_run(spark, run.run_dir, lineage=False)
     assert (verdict["verdict"], verdict["complete"]) == ("UNKNOWN", False)
@@ -455,7 +453,7 @@ def test_a_run_that_did_not_reach_its_end_is_unknown_never_pass(spark, tmp_path)
 
 
 def test_an_anomaly_found_in_an_unfinished_run_is_still_a_fail(spark, tmp_path):
-    run = write_synthetic(spark, tmp_path, SHAPE, Plants(aborted_read=1), seed=3, parquet=False)
+    run = generate(spark, tmp_path, SHAPE, Plants(aborted_read=1), seed=3, parquet=False)
     _cut_before_its_end(run.run_dir)
     verdict = check_run(spark, run.run_dir, lineage=False)
     assert (verdict["verdict"], verdict["complete"]) == ("FAIL", False)
@@ -468,7 +466,7 @@ def test_eoschaos_check_exits_3_on_an_unfinished_run_naming_what_it_lacks(
     """The command line's own path (`main`), in this session's warm Spark: a cold one would
     add half a minute and nothing this test is about. Its judge must leave the session
     running for the next test, and its signal handlers must not outlive it."""
-    run = write_synthetic(spark, tmp_path, SHAPE, seed=3, parquet=False)
+    run = generate(spark, tmp_path, SHAPE, seed=3, parquet=False)
     _cut_before_its_end(run.run_dir)
     monkeypatch.setattr(WarmJudge, "stop", lambda judge: None)
     handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}

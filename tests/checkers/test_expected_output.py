@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from eoschaos.checkers.synthetic import RunShape, write_synthetic
 from eoschaos.checkers.verdict import check_run
 from eoschaos.contract.checks import Evidence, needing
 from eoschaos.contract.history import END_EXPECTED, HistoryWriter
+from eoschaos.testing import RunShape, generate
 
 CHECK = "aggregate.expected-output"
 COUNTS = {"partition-0": '{"count":256}', "partition-1": '{"count":256}'}
@@ -19,7 +19,7 @@ COUNTS = {"partition-0": '{"count":256}', "partition-1": '{"count":256}'}
 
 def aggregating_run(spark, run_dir: Path, expected: dict, results: dict) -> Path:
     """A synthetic run whose manifest names an --expect function, with its recorded rows."""
-    run = write_synthetic(spark, run_dir, RunShape(), parquet=False)
+    run = generate(spark, run_dir, RunShape(), parquet=False)
     manifest = json.loads((run.run_dir / "run.json").read_text())
     manifest.update(workload="byo", expect="counts.py:per_partition")
     (run.run_dir / "run.json").write_text(json.dumps(manifest))

@@ -9,11 +9,11 @@ import pytest
 
 from eoschaos.checkers.forensics import forensics_section, pattern
 from eoschaos.checkers.history_io import load_history
-from eoschaos.checkers.synthetic import Plants, RunShape, write_synthetic
 from eoschaos.checkers.verdict import check_run
 from eoschaos.contract.checks import results_of
 from eoschaos.contract.history import LOG_BATCH_KIND, LOG_BATCHES
 from eoschaos.contract.rundir import HISTORY_DIR
+from eoschaos.testing import Plants, RunShape, generate
 
 
 def place(producer: int, epoch: int = 0, sequence: int = 0, aborted_at: int | None = None):
@@ -46,7 +46,7 @@ def test_copies_in_one_producers_one_batch_sequence_show_no_pattern():
 @pytest.fixture(scope="module")
 def duplicated(spark, tmp_path_factory):
     """A synthetic run with one planted duplicate, checked once."""
-    run = write_synthetic(spark, tmp_path_factory.mktemp("dup"), RunShape(), Plants(duplicate=1))
+    run = generate(spark, tmp_path_factory.mktemp("dup"), RunShape(), Plants(duplicate=1))
     verdict = check_run(spark, run.run_dir, lineage=False)
     return run, verdict
 
@@ -91,13 +91,13 @@ def test_a_duplicates_copies_are_found_in_their_batches_and_explained(spark, dup
 
 
 def test_a_history_without_batch_headers_says_so(spark, tmp_path):
-    run = write_synthetic(spark, tmp_path, RunShape(), Plants(duplicate=1))
+    run = generate(spark, tmp_path, RunShape(), Plants(duplicate=1))
     verdict = check_run(spark, run.run_dir, lineage=False)
     assert verdict["forensics"] == {"recorded": False, "examples": []}
 
 
 def test_a_passing_history_costs_no_forensics(spark, tmp_path):
-    run = write_synthetic(spark, tmp_path, RunShape())
+    run = generate(spark, tmp_path, RunShape())
     assert check_run(spark, run.run_dir, lineage=False)["forensics"] == {
         "recorded": None,
         "examples": [],

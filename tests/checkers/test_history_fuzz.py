@@ -15,10 +15,10 @@ import pytest
 from fuzzing import in_ci_and_nightly
 from hypothesis import strategies as st
 
-from eoschaos.checkers.synthetic import RunShape, write_synthetic
 from eoschaos.checkers.verdict import check_run
 from eoschaos.contract.errors import EoschaosError
 from eoschaos.contract.rundir import HISTORY_DIR
+from eoschaos.testing import RunShape, generate
 
 CI_EXAMPLES, NIGHTLY_EXAMPLES = 6, 100
 FIELDS = ["kind", "type", "f", "time", "process", "topic", "partition", "offset", "id"]
@@ -41,7 +41,7 @@ DAMAGED_LINES = st.one_of(
 
 @pytest.fixture(scope="module")
 def correct_run(spark, tmp_path_factory) -> Path:
-    run = write_synthetic(spark, tmp_path_factory.mktemp("fuzz"), RunShape(), parquet=False)
+    run = generate(spark, tmp_path_factory.mktemp("fuzz"), RunShape(), parquet=False)
     return run.run_dir
 
 

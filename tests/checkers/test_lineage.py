@@ -20,11 +20,11 @@ from eoschaos.checkers.lineage.subgraphs import (
     lineage_graph,
     serialize,
 )
-from eoschaos.checkers.synthetic import PLANT_CHECKS, Plants, write_synthetic
 from eoschaos.checkers.verdict import check_run
 from eoschaos.contract.checks import CheckResult, results_of
 from eoschaos.contract.history import HistoryWriter
 from eoschaos.contract.rundir import write_manifest
+from eoschaos.testing import PLANT_CHECKS, Plants, generate
 
 INPUT, OUTPUT = "input-topic", "output-topic"
 
@@ -254,7 +254,7 @@ def test_every_failing_check_is_drawn_before_any_is_drawn_twice(planted):
 
 
 def test_every_record_anomaly_the_checkers_report_is_drawn_with_its_nodes_marked(spark, tmp_path):
-    run = write_synthetic(spark, tmp_path / "run", plants=Plants(**dict.fromkeys(PLANT_CHECKS, 1)))
+    run = generate(spark, tmp_path / "run", plants=Plants(**dict.fromkeys(PLANT_CHECKS, 1)))
     checks = results_of(check_run(spark, run.run_dir, lineage=False))
     failed = {name for name, check in checks.items() if check.failed}
     drawn = anomaly_subgraphs(load_history(spark, run.run_dir), checks, INPUT, OUTPUT, 20)
@@ -355,7 +355,7 @@ def test_the_section_is_plain_json_for_verdict_json(planted_section):
 
 
 def test_the_verdict_carries_the_lineage_of_the_history_it_judged(spark, tmp_path):
-    run = write_synthetic(spark, tmp_path / "run", plants=Plants(lost=1, duplicate=1))
+    run = generate(spark, tmp_path / "run", plants=Plants(lost=1, duplicate=1))
     verdict = check_run(spark, run.run_dir)
     failed = {name for name, check in verdict["checks"].items() if check["verdict"] == "FAIL"}
     assert set(verdict["lineage"]) == {"stats", "anomalies", "cycles"}

@@ -28,7 +28,6 @@ from eoschaos.checkers.log_transactions import (
     producer_rows,
     transaction_table,
 )
-from eoschaos.checkers.synthetic import GROUP, INPUT_TOPIC, OUTPUT_TOPIC, RunShape, write_synthetic
 from eoschaos.checkers.verdict import check_run
 from eoschaos.contract.checks import CATALOGUE
 from eoschaos.contract.history import (
@@ -43,6 +42,7 @@ from eoschaos.contract.history import (
     TXN_STATE,
 )
 from eoschaos.contract.rundir import HISTORY_DIR
+from eoschaos.testing import GROUP, INPUT_TOPIC, OUTPUT_TOPIC, RunShape, generate
 
 SHAPE = RunShape()
 TORN = "delivery.torn-transaction"
@@ -211,9 +211,7 @@ class Pipeline:
 def synthetic_run(spark, tmp_path_factory) -> Path:
     """The correct synthetic run, written once: a test of the whole verdict judges a copy
     with its own rows."""
-    return write_synthetic(
-        spark, tmp_path_factory.mktemp("synthetic"), SHAPE, parquet=False
-    ).run_dir
+    return generate(spark, tmp_path_factory.mktemp("synthetic"), SHAPE, parquet=False).run_dir
 
 
 @pytest.fixture

@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from eoschaos.checkers.synthetic import GROUP, INPUT_TOPIC, RunShape, write_synthetic
 from eoschaos.checkers.verdict import check_run
 from eoschaos.contract.history import LOG_BATCH_KIND, LOG_BATCHES, OFFSET_COMMIT
 from eoschaos.contract.rundir import HISTORY_DIR
+from eoschaos.testing import GROUP, INPUT_TOPIC, RunShape, generate
 
 SHAPE = RunShape()
 LATE = 100_000  # a __consumer_offsets position after every commit of the synthetic run
@@ -46,7 +46,7 @@ def commit(
 
 
 def judged(spark, tmp_path: Path, *commits: dict) -> dict:
-    run = write_synthetic(spark, tmp_path / "run", SHAPE, parquet=False)
+    run = generate(spark, tmp_path / "run", SHAPE, parquet=False)
     with (run.run_dir / HISTORY_DIR / f"{LOG_BATCHES}.jsonl").open("a") as log:
         log.writelines(json.dumps(c) + "\n" for c in commits)
     return check_run(spark, run.run_dir, lineage=False)["checks"][CHECK]

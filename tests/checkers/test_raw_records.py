@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 
-from eoschaos.checkers.synthetic import OUTPUT_TOPIC, Plants, RunShape, write_synthetic
 from eoschaos.checkers.verdict import check_run
 from eoschaos.contract.history import FINAL_COMMITTED, raw_record
 from eoschaos.contract.rundir import HISTORY_DIR
+from eoschaos.testing import OUTPUT_TOPIC, Plants, RunShape, generate
 
 
 def _keep_raw(run_dir, record_id: int, raw: dict, *, last_output_copy: bool = False) -> None:
@@ -24,7 +24,7 @@ def _keep_raw(run_dir, record_id: int, raw: dict, *, last_output_copy: bool = Fa
 
 
 def test_a_phantom_example_gets_the_record_its_read_kept(spark, tmp_path):
-    run = write_synthetic(spark, tmp_path, RunShape(), Plants(phantom=1))
+    run = generate(spark, tmp_path, RunShape(), Plants(phantom=1))
     (phantom,) = (p["id"] for p in run.planted["phantom"])
     raw = raw_record(b"\xff<b>", b"v", [("h", b"x")])
     _keep_raw(run.run_dir, phantom, raw)
@@ -34,14 +34,14 @@ def test_a_phantom_example_gets_the_record_its_read_kept(spark, tmp_path):
 
 
 def test_an_example_whose_record_was_not_kept_has_none(spark, tmp_path):
-    run = write_synthetic(spark, tmp_path, RunShape(), Plants(phantom=1))
+    run = generate(spark, tmp_path, RunShape(), Plants(phantom=1))
     verdict = check_run(spark, run.run_dir, lineage=False)
     (example,) = verdict["checks"]["delivery.phantom"]["examples"]
     assert "record" not in example
 
 
 def test_a_duplicate_example_gets_the_later_copy_its_read_kept(spark, tmp_path):
-    run = write_synthetic(spark, tmp_path, RunShape(), Plants(duplicate=1))
+    run = generate(spark, tmp_path, RunShape(), Plants(duplicate=1))
     (duplicate,) = (p["id"] for p in run.planted["duplicate"])
     raw = raw_record(str(duplicate).encode(), b"copy", [])
     _keep_raw(run.run_dir, duplicate, raw, last_output_copy=True)

@@ -20,10 +20,10 @@ from eoschaos.checkers.spark import (
     failures_explained,
     java_options_for,
 )
-from eoschaos.checkers.synthetic import RunShape, write_synthetic
 from eoschaos.checkers.verdict import check_run
 from eoschaos.contract.errors import EoschaosError
 from eoschaos.contract.rundir import HISTORY_DIR
+from eoschaos.testing import RunShape, generate
 
 
 def _history_of(run_dir: Path, size: int) -> Path:
@@ -75,7 +75,7 @@ def test_a_warm_session_judges_the_next_run_without_compiling_its_plans_again(sp
     Kept, the next run's verdict finds them compiled: the code does not depend on the run."""
     compilations = spark._jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME
     first, second = (
-        write_synthetic(spark, tmp_path / f"run-{seed}", RunShape(), seed=seed) for seed in (1, 2)
+        generate(spark, tmp_path / f"run-{seed}", RunShape(), seed=seed) for seed in (1, 2)
     )
     check_run(spark, first.run_dir, lineage=False)
     before = compilations().getCount()

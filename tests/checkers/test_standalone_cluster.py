@@ -20,9 +20,9 @@ from listening import descendants, is_loopback, listening_addresses
 from spark_standalone import LOOPBACK, StandaloneSpark, free_port
 
 from eoschaos.checkers.spark import EXECUTOR_WAIT_ENV, MASTER_REGISTRATION_TIMEOUT_S, QUICK_JIT
-from eoschaos.checkers.synthetic import Plants, RunShape, write_synthetic
 from eoschaos.contract.rundir import VERDICT_FILE
 from eoschaos.run import judge_in_session
+from eoschaos.testing import Plants, RunShape, generate
 
 PLANTS = Plants(lost=2, duplicate=1, aborted_read=1, order_backwards=1)
 # What differs between two judgements of one history by design: how long, and where.
@@ -92,7 +92,7 @@ def cluster_check(spark, standalone, tmp_path_factory) -> ClusterCheck:
     """One history with planted anomalies, judged locally (the session's Spark) and by the
     CLI on the standalone cluster, whose processes are sampled for listeners meanwhile."""
     local = tmp_path_factory.mktemp("local-check") / "run"
-    run = write_synthetic(spark, local, RunShape(records=2048), PLANTS, seed=5)
+    run = generate(spark, local, RunShape(records=2048), PLANTS, seed=5)
     remote = local.parent.parent / "cluster-check-run"
     shutil.copytree(local, remote)
     child = check(remote, standalone.url)
@@ -160,7 +160,7 @@ def test_everything_a_standalone_check_starts_listens_on_loopback_only(cluster_c
 
 
 def test_a_master_that_does_not_answer_is_one_line_and_exit_2(spark, tmp_path):
-    run = write_synthetic(spark, tmp_path / "run", RunShape(records=512), Plants())
+    run = generate(spark, tmp_path / "run", RunShape(records=512), Plants())
     master = f"spark://{LOOPBACK}:{free_port()}"
     started = time.monotonic()
     child = check(run.run_dir, master)
@@ -172,7 +172,7 @@ def test_a_master_that_does_not_answer_is_one_line_and_exit_2(spark, tmp_path):
 
 @pytest.mark.chaos  # waits out the registration bound (40 s)
 def test_a_master_that_never_registers_the_application_is_one_line_and_exit_2(spark, tmp_path):
-    run = write_synthetic(spark, tmp_path / "run", RunShape(records=512), Plants())
+    run = generate(spark, tmp_path / "run", RunShape(records=512), Plants())
     with socket.create_server((LOOPBACK, 0)) as impostor:  # accepts, never speaks Spark
         master = f"spark://{LOOPBACK}:{impostor.getsockname()[1]}"
         drivers = spark_drivers()
@@ -186,7 +186,7 @@ def test_a_master_that_never_registers_the_application_is_one_line_and_exit_2(sp
 
 
 def test_a_cluster_with_no_room_for_an_executor_is_one_line_and_exit_2(spark, standalone, tmp_path):
-    run = write_synthetic(spark, tmp_path / "run", RunShape(records=512), Plants())
+    run = generate(spark, tmp_path / "run", RunShape(records=512), Plants())
     conf = tmp_path / "conf"
     conf.mkdir()
     (conf / "spark-defaults.conf").write_text("spark.executor.memory 64g\n")  # no worker has it
@@ -211,7 +211,7 @@ def _eventually(condition, timeout: float = 10.0) -> bool:
 
 def test_a_run_dir_the_executors_cannot_read_is_one_line_and_exit_2(spark, tmp_path):
     shared_here_only = tmp_path / "not-shared"
-    run = write_synthetic(spark, shared_here_only / "run", RunShape(records=512), Plants())
+    run = generate(spark, shared_here_only / "run", RunShape(records=512), Plants())
     cluster = StandaloneSpark(tmp_path / "spark", hidden_from_workers=shared_here_only)
     try:
         cluster.start()

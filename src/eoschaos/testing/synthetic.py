@@ -7,21 +7,7 @@ ways. Every regular event is a formula of a record or transaction number, so one
 (spark.range + SQL expressions) writes 10M-record histories straight to Parquet, and small
 ones are the same plan collected into JSON-lines files, one per writer as a real run has them.
 
-The model (numbers are fields of RunShape; S = per_partition * output_partitions):
-- the seeder sends ids 0..N-1; id i lands on input partition i % P at offset i div P;
-- slot k (0 .. N/S-1) is one transaction consuming S consecutive records of input partition
-  k % P, run by instance (k % P) % K; the first half of the slots runs in group generation 1,
-  the second half in generation 2;
-- every abort_every-th slot first runs an attempt that aborts, then the same records commit;
-- attempt u (time order) writes `per_partition` records and a marker to every output
-  partition: record j lands on output partition j % Q at offset u * (per_partition + 1) + j div Q;
-- the observer reads every committed record just after its commit, the final scans read both
-  topics afterwards, the end state is stable and fully consumed;
-- the coordinator prepares each attempt's commit or abort while its client's call is in flight;
-- with broker_logs, the brokers' logs of every attempt are written too, as a run reads them
-  (docs/history.md): its output batches, markers and aborted ranges, the coordinator's whole
-  record of it (a session per instance, then Ongoing, Prepare and Complete), and its offset
-  commit resolved by its marker. Instance i is producer 1000 + i at epoch 0.
+The correct run is eoschaos.testing.model's (RunShape).
 Anomalies that need extra records (lost, duplicate, phantom, duplicate-input, zombie-write) are
 written by extra transactions after the last slot; unseen records are sent last, at the end
 of the last input partition, and never consumed (the group's committed offset stays at the
@@ -63,6 +49,7 @@ from eoschaos.contract.history import (
     TXN_STATE,
 )
 from eoschaos.contract.rundir import HISTORY_DIR, PARQUET_DIR, write_manifest
+from eoschaos.testing.model import RunShape, choose, div
 
 INPUT_TOPIC = "input-topic"
 PREPARED_AT = 0.55  # fraction of the slot: inside the client's commit or abort call
@@ -76,107 +63,7 @@ GROUP = "eoschaos-group"
 ZOMBIE_PRODUCER_ID = 999  # the planted commit's producer: no instance's (PRODUCER_ID_BASE + i)
 JSONL_MAX_RECORDS = 200_000  # above this, write Parquet: collecting to the driver stops being cheap
 SCAN_STEP = 1e-6  # seconds between two records of one partition in a final scan
-
-
-@dataclass(frozen=True)
-class RunShape:
-    """The size and layout of the correct run the plants are made in."""
-
-    records: int = 512
-    partitions: int = 2
-    output_partitions: int = 2
-    instances: int = 2
-    per_partition: int = 2  # records one transaction writes to each output partition
-    abort_every: int = 3  # every n-th slot has an aborted attempt first; 0: none
-    mode: str = "eos"  # "eos" or "alos" (no transactions: produce + plain offset commits)
-    aggregate_buckets: int = 4  # keys of the final aggregates (id mod this); 0: none recorded
-    start: float = 1_700_000_000.0
-    slot_seconds: float = 0.01
-    broker_logs: bool = False  # also write the brokers' logs of every attempt (eos only)
-
-    def __post_init__(self) -> None:
-        if self.mode not in ("eos", "alos"):
-            raise ValueError(f"mode must be eos or alos, got {self.mode!r}")
-        if self.broker_logs and self.mode != "eos":
-            raise ValueError("broker_logs are the logs of transactions: mode must be eos")
-        if self.mode == "alos" and self.abort_every:
-            raise ValueError("alos has no transactions to abort: set abort_every=0")
-        if self.partitions % self.instances:
-            raise ValueError("partitions must be a multiple of instances")
-        if self.records % (self.partitions * self.txn_size) or self.slots < 2 * self.partitions:
-            raise ValueError(
-                f"records must be a multiple of partitions * txn_size "
-                f"({self.partitions * self.txn_size}) and give >= 2 slots per partition"
-            )
-
-    @property
-    def txn_size(self) -> int:
-        return self.per_partition * self.output_partitions
-
-    @property
-    def slots(self) -> int:
-        return self.records // self.txn_size
-
-    @property
-    def attempts(self) -> int:
-        return self.attempt(self.slots - 1) + 1
-
-    # The formulas of the model. Each has a SQL twin in _Sql below; keep them in step.
-    def aborts(self, k: int) -> bool:
-        return self.abort_every > 0 and k % self.abort_every == self.abort_every - 1
-
-    def attempt(self, k: int, aborted: bool = False) -> int:
-        earlier_aborts = k // self.abort_every if self.abort_every else 0
-        return k + earlier_aborts + (1 if self.aborts(k) and not aborted else 0)
-
-    def input_offset(self, k: int, j: int) -> int:
-        return (k // self.partitions) * self.txn_size + j
-
-    def input_id(self, k: int, j: int) -> int:
-        return self.input_offset(k, j) * self.partitions + k % self.partitions
-
-    def output_offset(self, u: int, j: int) -> int:
-        return u * (self.per_partition + 1) + j // self.output_partitions
-
-    def instance(self, k: int) -> int:
-        return k % self.partitions % self.instances
-
-    def txn_seq(self, k: int, aborted: bool = False) -> int:
-        return 2 * (k // self.instances) + (0 if aborted else 1)
-
-    def generation(self, k: int) -> int:
-        return 1 if k < self.slots // 2 else 2
-
-    def slot_time(self, u: float) -> float:
-        return self.start + (2 * self.partitions + u) * self.slot_seconds
-
-
-class _Sql:
-    """SQL twins of RunShape's formulas over columns k (slot), j (record in slot), u, aborted."""
-
-    def __init__(self, shape: RunShape) -> None:
-        s = shape
-        self.p, self.q, self.m, self.size = (
-            s.partitions,
-            s.output_partitions,
-            s.per_partition,
-            s.txn_size,
-        )
-        a = s.abort_every
-        self.aborts = f"({a} > 0 AND k % {max(a, 1)} = {a - 1})"
-        earlier = f"k div {a}" if a else "0"
-        self.attempt = f"k + {earlier} + IF({self.aborts} AND NOT aborted, 1, 0)"
-        self.input_offset, self.input_id = self.source("k", "j")
-        self.output_offset = f"u * {self.m + 1} + j div {self.q}"
-        self.instance = f"CAST(k % {self.p} % {s.instances} AS INT)"
-        self.txn_seq = f"2 * (k div {s.instances}) + IF(aborted, 0, 1)"
-        self.generation = f"IF(k < {s.slots // 2}, 1, 2)"
-        self.slot_time = f"{s.start} + ({2 * s.partitions} + u) * {s.slot_seconds}"
-
-    def source(self, k: str, j: str) -> tuple[str, str]:
-        """The input offset and id that record j of slot k copies."""
-        offset = f"({k} div {self.p}) * {self.size} + {j}"
-        return offset, f"({offset}) * {self.p} + {k} % {self.p}"
+MS_NUDGE = 0.01  # ms: above a float's error at epoch times (0.24 us), below the model's steps
 
 
 @dataclass(frozen=True)
@@ -286,7 +173,7 @@ class _Targets:
     poll_skip: list[int] = field(default_factory=list)  # k: last source swapped with k+P's first
 
 
-def write_synthetic(
+def generate(
     spark: SparkSession,
     run_dir: Path,
     shape: RunShape | None = None,
@@ -470,28 +357,27 @@ def _input_scans(spark: SparkSession, shape: RunShape, end_time: float) -> DataF
 
 def _attempts(spark: SparkSession, shape: RunShape, rows: int, per_slot: int) -> DataFrame:
     """Columns k, j (record in slot when per_slot > 1), u, aborted: one row per attempt."""
-    sql = _Sql(shape)
-    base = spark.range(rows).selectExpr(f"id div {per_slot} AS k", f"id % {per_slot} AS j")
-    attempts = F.expr(
-        f"IF({sql.aborts}, array(true, false), array(false))"
-        if shape.abort_every
-        else "array(false)"
+    k, j = F.col("k"), F.col("j")
+    base = spark.range(rows).select(
+        div(F.col("id"), per_slot).alias("k"), (F.col("id") % per_slot).alias("j")
     )
+    attempts = choose(shape.aborts(k), F.array(F.lit(True), F.lit(False)), F.array(F.lit(False)))
     return (
         base.select("k", "j", F.explode(attempts).alias("aborted"))
-        .withColumn("u", F.expr(sql.attempt))
-        .withColumn("r", F.expr(f"k * {per_slot} + j"))
+        .withColumn("u", shape.attempt(k, F.col("aborted")))
+        .withColumn("r", k * per_slot + j)
     )
 
 
-def _txn_columns(shape: RunShape) -> list[str]:
-    sql = _Sql(shape)
+def _txn_columns(shape: RunShape) -> list[Column]:
+    k, instance = F.col("k"), shape.instance(F.col("k"))
+    txn_id = F.concat(F.lit("eoschaos-txn-"), instance) if shape.mode == "eos" else F.lit(None)
     return [
-        f"{sql.instance} AS instance",
-        "1 AS incarnation",
-        f"IF({shape.mode == 'eos'}, concat('eoschaos-txn-', {sql.instance}), NULL) AS txn_id",
-        f"{sql.txn_seq} AS txn_seq",
-        f"{sql.generation} AS generation",
+        instance.alias("instance"),
+        F.lit(1).alias("incarnation"),
+        txn_id.alias("txn_id"),
+        shape.txn_seq(k, F.col("aborted")).alias("txn_seq"),
+        shape.generation(k).alias("generation"),
     ]
 
 
@@ -516,7 +402,6 @@ ALOS_STEPS = [
 
 
 def _transactions(spark: SparkSession, shape: RunShape) -> DataFrame:
-    sql = _Sql(shape)
     steps = EOS_STEPS if shape.mode == "eos" else ALOS_STEPS
     step_array = F.array(
         *[
@@ -529,26 +414,31 @@ def _transactions(spark: SparkSession, shape: RunShape) -> DataFrame:
             for f, t, dt, outcome in steps
         ]
     )
-    next_position = f"(k div {sql.p}) * {sql.size} + {sql.size}"
-    consumed = (
-        f"array(named_struct('partition', CAST(k % {sql.p} AS INT), 'offset', {next_position}))"
+    k, f = F.col("k"), F.col("s.f")
+    # the position after the slot's records: what its offset commit says it consumed
+    consumed = F.array(
+        F.struct(
+            shape.input_partition(k).alias("partition"),
+            shape.input_offset(k, shape.txn_size).alias("offset"),
+        )
     )
     no_txn = shape.mode != "eos"
     return (
         _attempts(spark, shape, shape.slots, 1)
         .select("*", F.explode(step_array).alias("s"))
         .filter("s.outcome = 'any' OR (s.outcome = 'abort') = aborted")
-        .selectExpr(
-            "'txn' AS kind",
-            "s.type AS type",
-            "s.f AS f",
-            f"concat('processor-', {sql.instance}, '.1') AS process",
-            f"{sql.slot_time} + s.dt * {shape.slot_seconds} AS time",
+        .select(
+            F.lit("txn").alias("kind"),
+            F.col("s.type").alias("type"),
+            f.alias("f"),
+            F.concat(F.lit("processor-"), shape.instance(k), F.lit(".1")).alias("process"),
+            (shape.slot_time(F.col("u")) + F.col("s.dt") * shape.slot_seconds).alias("time"),
             *_txn_columns(shape),
-            "CASE WHEN s.f = 'begin' THEN IF(aborted, 'abort', 'commit')"
-            f" WHEN {no_txn} AND s.f = 'produce' THEN 'none' END AS fate",
-            f"IF(s.f = 'produce', {sql.size}, NULL) AS count",
-            f"IF(s.f IN {OFFSET_STEPS}, {consumed}, NULL) AS offsets",
+            F.when(f == "begin", F.when(F.col("aborted"), "abort").otherwise("commit"))
+            .when(F.lit(no_txn) & (f == "produce"), "none")
+            .alias("fate"),
+            F.when(f == "produce", F.lit(shape.txn_size)).alias("count"),
+            F.when(f.isin(*OFFSET_STEPS), consumed).alias("offsets"),
         )
     )
 
@@ -560,29 +450,31 @@ def _coordinator_state(state: str) -> str:
 
 def _coordinator_states(spark: SparkSession, shape: RunShape) -> DataFrame:
     """The coordinator's PrepareCommit or PrepareAbort of each attempt, inside its call."""
-    sql = _Sql(shape)
-    return _attempts(spark, shape, shape.slots, 1).selectExpr(
-        f"'{LOG_BATCH_KIND}' AS kind",
-        "'ok' AS type",
-        f"'{TXN_STATE}' AS f",
-        f"'{LOG_BATCHES}' AS process",
-        f"{sql.slot_time} + {PREPARED_AT * shape.slot_seconds} AS time",
-        f"concat('eoschaos-txn-', {sql.instance}) AS txn_id",
-        f"'{TRANSACTION_STATE_TOPIC}' AS topic",
-        "0 AS partition",
-        "u AS offset",
-        f"IF(aborted, '{_coordinator_state('PrepareAbort')}', "
-        f"'{_coordinator_state('PrepareCommit')}') AS params",
+    return _attempts(spark, shape, shape.slots, 1).select(
+        F.lit(LOG_BATCH_KIND).alias("kind"),
+        F.lit("ok").alias("type"),
+        F.lit(TXN_STATE).alias("f"),
+        F.lit(LOG_BATCHES).alias("process"),
+        _slot_time(shape, PREPARED_AT).alias("time"),
+        F.concat(F.lit("eoschaos-txn-"), shape.instance(F.col("k"))).alias("txn_id"),
+        F.lit(TRANSACTION_STATE_TOPIC).alias("topic"),
+        F.lit(0).alias("partition"),
+        F.col("u").alias("offset"),
+        F.when(F.col("aborted"), _coordinator_state("PrepareAbort"))
+        .otherwise(_coordinator_state("PrepareCommit"))
+        .alias("params"),
     )
 
 
-def _ms(sql: _Sql, at: float, shape: RunShape) -> Column:
-    """Milliseconds (as the brokers stamp their records) at fraction `at` of attempt u's slot."""
-    return F.expr(f"CAST(({sql.slot_time} + {at * shape.slot_seconds}) * 1000 AS BIGINT)")
+def _slot_time(shape: RunShape, at: float | Column) -> Column:
+    """The time at fraction `at` of attempt u's slot."""
+    return shape.slot_time(F.col("u")) + at * shape.slot_seconds
 
 
-def _slot_time(sql: _Sql, at: float, shape: RunShape) -> Column:
-    return F.expr(f"{sql.slot_time} + {at * shape.slot_seconds}")
+def _ms(shape: RunShape, at: float) -> Column:
+    """_slot_time in whole milliseconds, as the brokers stamp their records (a clock truncates;
+    the nudge keeps a time stated in decimals, 0.081 s, from truncating to 80 ms in binary)."""
+    return F.floor(_slot_time(shape, at) * 1000 + MS_NUDGE)
 
 
 def _log_row(f: Column, time: Column, topic: str, partition: Column, offset: Column) -> list:
@@ -602,7 +494,6 @@ def _log_row(f: Column, time: Column, topic: str, partition: Column, offset: Col
 def _coordinator_records(spark: SparkSession, shape: RunShape) -> DataFrame:
     """The coordinator's whole record of every attempt (Ongoing, its decision, Complete), after
     one session (Empty) per instance, as `__transaction_state` holds them (broker_logs)."""
-    sql = _Sql(shape)
     partitions = F.array(
         *[F.lit(f"{OUTPUT_TOPIC}-{q}") for q in range(shape.output_partitions)],
         F.lit(f"{CONSUMER_OFFSETS_TOPIC}-0"),
@@ -623,8 +514,8 @@ def _coordinator_records(spark: SparkSession, shape: RunShape) -> DataFrame:
         _attempts(spark, shape, shape.slots, 1)
         .select("*", F.explode(step).alias("s"))
         .select(
-            F.expr(sql.instance).alias("instance"),
-            F.expr(f"{sql.slot_time} + s.at * {shape.slot_seconds}").alias("time"),
+            shape.instance(F.col("k")).alias("instance"),
+            _slot_time(shape, F.col("s.at")).alias("time"),
             F.col("s.state").alias("state"),
             (shape.instances + 3 * F.col("u") + F.col("s.n")).alias("offset"),
         )
@@ -655,7 +546,6 @@ def _coordinator_records(spark: SparkSession, shape: RunShape) -> DataFrame:
 def _output_batches(spark: SparkSession, shape: RunShape) -> DataFrame:
     """Each attempt's output as the brokers wrote it (broker_logs): per output partition one
     batch of its records and its marker, and for an aborted attempt the `.txnindex` range."""
-    sql = _Sql(shape)
     m = shape.per_partition
     base = F.col("u") * (m + 1)
     kinds = F.array(F.lit("data"), F.lit("marker"), F.when(F.col("aborted"), F.lit("aborted")))
@@ -665,7 +555,7 @@ def _output_batches(spark: SparkSession, shape: RunShape) -> DataFrame:
         .select("*", F.explode(F.array_compact(kinds)).alias("row"))
     )
     data, marker = F.col("row") == "data", F.col("row") == "marker"
-    producer_id = PRODUCER_ID_BASE + F.expr(sql.instance)
+    producer_id = PRODUCER_ID_BASE + shape.instance(F.col("k"))
     batch = F.struct(
         F.when(data, base + m - 1).otherwise(base + m).alias("last_offset"),
         producer_id.alias("producer_id"),
@@ -674,9 +564,7 @@ def _output_batches(spark: SparkSession, shape: RunShape) -> DataFrame:
         F.when(data, F.col("u") * m + m - 1).otherwise(F.lit(-1)).alias("last_sequence"),
         F.lit(True).alias("transactional"),
         marker.alias("control"),
-        F.when(data, _ms(sql, BATCH_AT, shape))
-        .otherwise(_ms(sql, MARKER_AT, shape))
-        .alias("create_time"),
+        F.when(data, _ms(shape, BATCH_AT)).otherwise(_ms(shape, MARKER_AT)).alias("create_time"),
         F.lit(1).alias("node"),
     )
     aborted_range = F.struct(
@@ -685,9 +573,7 @@ def _output_batches(spark: SparkSession, shape: RunShape) -> DataFrame:
     return rows.select(
         *_log_row(
             F.when(F.col("row") == "aborted", LOG_ABORTED).otherwise(LOG_BATCH),
-            F.when(data, _slot_time(sql, BATCH_AT, shape)).otherwise(
-                _slot_time(sql, MARKER_AT, shape)
-            ),
+            F.when(data, _slot_time(shape, BATCH_AT)).otherwise(_slot_time(shape, MARKER_AT)),
             OUTPUT_TOPIC,
             F.col("q"),
             F.when(marker, base + m).otherwise(base),
@@ -724,13 +610,13 @@ def _offset_commit(
 def _offset_commits(spark: SparkSession, shape: RunShape) -> DataFrame:
     """Each attempt's offset commit as the group coordinator logged it: in eos its producer's
     transactional commit resolved by the attempt's marker, in alos a plain commit."""
-    sql = _Sql(shape)
+    k = F.col("k")
     params = _offset_commit(
         shape.mode == "eos",
         2 * F.col("u"),
-        PRODUCER_ID_BASE + F.expr(sql.instance),
+        PRODUCER_ID_BASE + shape.instance(k),
         F.when(F.col("aborted"), "ABORT").otherwise("COMMIT"),
-        _ms(sql, MARKER_AT, shape) if shape.broker_logs else None,
+        _ms(shape, MARKER_AT) if shape.broker_logs else None,
     )
     as_json = F.to_json(
         F.struct(*[(v if isinstance(v, Column) else F.lit(v)).alias(k) for k, v in params.items()])
@@ -740,25 +626,23 @@ def _offset_commits(spark: SparkSession, shape: RunShape) -> DataFrame:
         F.lit("ok").alias("type"),
         F.lit(OFFSET_COMMIT).alias("f"),
         F.lit(LOG_BATCHES).alias("process"),
-        F.expr(f"{sql.slot_time} + 0.3 * {shape.slot_seconds}").alias("time"),
+        _slot_time(shape, 0.3).alias("time"),
         F.lit(INPUT_TOPIC).alias("topic"),
-        F.expr(f"CAST(k % {sql.p} AS INT)").alias("partition"),
-        F.expr(f"(k div {sql.p}) * {sql.size} + {sql.size}").alias("offset"),
+        shape.input_partition(k).alias("partition"),
+        shape.input_offset(k, shape.txn_size).alias("offset"),
         as_json.alias("params"),
     )
 
 
-def _observer_time(shape: RunShape, record: str) -> str:
+def _observer_time(shape: RunShape, record: Column) -> Column:
     """When the observer reads record `record` of attempt u: just after the attempt's commit."""
-    sql = _Sql(shape)
     span = 0.25 * shape.slot_seconds / shape.txn_size
-    return f"{sql.slot_time} + {0.7 * shape.slot_seconds} + ({record}) * {span}"
+    return _slot_time(shape, 0.7) + record * span
 
 
 def _output_reads(
     spark: SparkSession, shape: RunShape, targets: _Targets, end_time: float
 ) -> DataFrame:
-    sql = _Sql(shape)
     q = shape.output_partitions
     attempts = _attempts(spark, shape, shape.slots * shape.txn_size, shape.txn_size)
     observed = (
@@ -791,20 +675,20 @@ def _output_reads(
         .when(skips_in, F.lit(last))
         .otherwise(j)
     )
-    src_offset, src_id = sql.source("src_k", "src_j")
+    src = F.col("src_k"), F.col("src_j")
     early = _member("r", targets.uncommitted_read)
-    observer_time = F.when(
-        early, F.expr(f"{sql.slot_time} + {0.4 * shape.slot_seconds}")
-    ).otherwise(F.expr(_observer_time(shape, "read_j")))
+    observer_time = F.when(early, _slot_time(shape, 0.4)).otherwise(
+        _observer_time(shape, F.col("read_j"))
+    )
     final_time = F.expr(f"{_scan_start(end_time, FINAL_COMMITTED)} + offset * {SCAN_STEP}")
     reference_time = F.expr(f"{_scan_start(end_time, FINAL_UNCOMMITTED)} + offset * {SCAN_STEP}")
-    id_column = F.expr(src_id)
+    id_column = shape.input_id(*src)
     return (
         attempts.select("*", F.explode(readers).alias("process"))
         .withColumn("read_j", F.coalesce(swapped, F.col("j")))
         .withColumn("src_k", src_k)
         .withColumn("src_j", src_j)
-        .withColumn("offset", F.expr(sql.output_offset))
+        .withColumn("offset", shape.output_offset(F.col("u"), j))
         .select(
             F.lit("read").alias("kind"),
             F.lit("ok").alias("type"),
@@ -822,9 +706,9 @@ def _output_reads(
             F.lit(OUTPUT_TOPIC).alias("topic"),
             (F.col("j") % q).alias("partition"),
             "offset",
-            F.expr(f"k % {sql.p}").alias("src_partition"),
-            F.expr(src_offset).alias("src_offset"),
-            *[F.expr(c) for c in _txn_columns(shape)],
+            shape.input_partition(k).alias("src_partition"),
+            shape.input_offset(*src).alias("src_offset"),
+            *_txn_columns(shape),
             F.lit(shape.txn_size).alias("txn_size"),
             F.when(send_swapped, F.col("src_j"))
             .otherwise(F.col("j"))
@@ -1308,7 +1192,7 @@ def _manifest(shape: RunShape, seed: int, end_time: float) -> dict[str, Any]:
         "output_topic": OUTPUT_TOPIC,
         "kafka_version": "synthetic",
         "backend": "synthetic",
-        "command": f"eoschaos.checkers.synthetic.write_synthetic(seed={seed})",
+        "command": f"eoschaos.testing.generate(seed={seed})",
         "shape": asdict(shape),
         "start": shape.start,
         "end": end_time + 60.0,
