@@ -172,17 +172,14 @@ def downstream_reads(history: History, census: Census, topic: str) -> DataFrame:
     return (
         history.kind("read")
         .filter((F.col("topic") == topic) & F.col("process").isin(readers))
-        .select(F.col("process").alias("reader"), "partition", "offset", "id", "time")
+        .select(F.col("process").alias("reader"), "partition", "offset", "id", "time", "isolation")
     )
 
 
-def uncommitted_offset_findings(reads: DataFrame, pieces: DataFrame) -> DataFrame:
-    """One anomaly row per read of `reads` (downstream readers' reads of the output: reader,
-    partition, offset, id, time) of a record its transaction had not committed by then, per
-    the output's ranges and markers (`output_pieces`); sub-counts per reader."""
-    ranges = pieces.filter(
-        F.col("fate") != ABORT
-    ).withColumn(  # a read of an aborted record: aborted-offset-read
+def placed_reads(reads: DataFrame, pieces: DataFrame) -> DataFrame:
+    """Each read of `reads` (partition, offset) with the piece of `pieces` (`output_pieces`)
+    whose offset range holds it: a broadcast join of the ranges on (partition, offset bucket)."""
+    ranges = pieces.withColumn(
         "bucket",
         F.explode(
             F.sequence(
@@ -193,10 +190,18 @@ def uncommitted_offset_findings(reads: DataFrame, pieces: DataFrame) -> DataFram
     placed = reads.withColumn("bucket", F.floor(F.col("offset") / BUCKET)).join(
         F.broadcast(ranges), ["partition", "bucket"]
     )
-    inside = F.col("offset").between(F.col("first_offset"), F.col("last_offset"))
+    return placed.filter(F.col("offset").between(F.col("first_offset"), F.col("last_offset")))
+
+
+def uncommitted_offset_findings(reads: DataFrame, pieces: DataFrame) -> DataFrame:
+    """One anomaly row per read of `reads` (downstream readers' reads of the output: reader,
+    partition, offset, id, time) of a record its transaction had not committed by then, per
+    the output's ranges and markers (`output_pieces`); sub-counts per reader."""
+    # a read of an aborted record is aborted-offset-read
+    placed = placed_reads(reads, pieces.filter(F.col("fate") != ABORT))
     early = F.col("marker_ms").isNull() | (F.col("time") * 1000 < F.col("marker_ms"))
     return explode_findings(
-        placed.filter(inside),
+        placed,
         finding(
             early,
             UNCOMMITTED_OFFSET_READ.name,

@@ -56,6 +56,12 @@ from eoschaos.checkers.log_transactions import (
 from eoschaos.checkers.log_transactions import transaction_table as log_transaction_table
 from eoschaos.checkers.offset_commits import offset_commit_findings
 from eoschaos.checkers.raw_records import attach_raw_records
+from eoschaos.checkers.realtime_lag import (
+    first_reads,
+    lag_figures,
+    lag_findings,
+    unseen_over_time,
+)
 from eoschaos.checkers.spark import concurrently, jobs_counted
 from eoschaos.checkers.timeline import timeline
 from eoschaos.checkers.transaction_order import INT_SEND_SKIP_NOTE
@@ -72,6 +78,7 @@ from eoschaos.contract.checks import (
     EXPECTED_OUTPUT,
     GROUP_OFFSETS,
     INT_SEND_SKIP,
+    REALTIME_LAG,
     TORN_TRANSACTION,
     UNCOMMITTED_OFFSET_READ,
     UNSEEN,
@@ -83,6 +90,7 @@ from eoschaos.contract.checks import (
 )
 from eoschaos.contract.history import (
     FINAL_COMMITTED,
+    FINAL_SCANS,
     FINAL_UNCOMMITTED,
     HEADER_TXN_INDEX,
     LOG_BATCH,
@@ -154,7 +162,7 @@ def _judge(
     commits = offset_commits(log)  # read once, by both passes over the coordinators' logs
     if Pass.OFFSET_COMMITS in passes:
         parts.append(offset_commit_findings(commits))
-    log_txns = log_rows = pieces = None
+    log_txns = log_rows = pieces = lags = None
     if Pass.LOG_TRANSACTIONS in passes:
         log_rows = producer_rows(log, commits, history.input_topic, history.output_topic).cache()
         pieces = output_pieces(log_rows).cache()  # read by up to three plans below
@@ -171,11 +179,22 @@ def _judge(
         if UNCOMMITTED_OFFSET_READ.name in applicable:
             reads = downstream_reads(history, census, history.output_topic)
             parts.append(uncommitted_offset_findings(reads, pieces))
+            # the same reads of committed records, from their markers: the realtime lag
+            lags = first_reads(reads, pieces).cache()
+            if REALTIME_LAG.name in applicable:
+                parts.append(lag_findings(lags, history.manifest["max_lag"]))
     # Each pass's findings, the timeline, the log transactions' stats and the lineage of the
     # whole history read the cached tables and not each other's results: side by side.
-    run_timeline, log_stats, whole_lineage, *tallied = concurrently(
+    downstream = [name for name in census.readers if name not in FINAL_SCANS]
+    run_timeline, lag, unseen, log_stats, whole_lineage, *tallied = concurrently(
         spark,
         lambda: timeline(history, census, txns),
+        lambda: lag_figures(lags, census.start) if lags is not None else None,
+        lambda: (
+            unseen_over_time(history, downstream, census.start)
+            if census.start is not None
+            else None
+        ),
         lambda: _log_stats(history, txns, client_counts, log_txns, log_rows, max_examples),
         lambda: history_lineage(history) if lineage else None,
         *[functools.partial(tally, part, max_examples) for part in parts],
@@ -192,7 +211,12 @@ def _judge(
     if pieces is not None and ABORTED_OFFSET_READ.name in tallies:
         examples = tallies[ABORTED_OFFSET_READ.name].examples
         name_transactions(pieces, examples, history.output_topic)
-    for cached in (pieces, log_rows):
+    over_time: dict[str, Any] = {}  # figures for stats, their series for the timeline
+    if lag is not None:
+        over_time["realtime_lag"], run_timeline["realtime_lag"] = lag
+    if unseen is not None:
+        over_time["unseen"], run_timeline["unseen"] = unseen
+    for cached in (pieces, log_rows, lags):
         if cached is not None:
             cached.unpersist()
     if txns is not None:
@@ -252,7 +276,7 @@ def _judge(
         **{key: history.manifest.get(key) for key in MANIFEST_KEYS},
         "checks": {name: check.to_json() for name, check in checks.items()},
         "not_applicable": not_applicable,
-        "stats": _stats(history, census, txn_stats),
+        "stats": {**_stats(history, census, txn_stats), **over_time},
         "timeline": run_timeline,
         "forensics": forensics,
     }
@@ -358,6 +382,11 @@ def _not_applicable(history: History, census: Census) -> dict[str, str]:
         missing[Evidence.END_STATE] = "the history has no end state (log-end rows)"
     if not census.end_rows_of("group-offset"):
         missing[Evidence.GROUP_OFFSETS] = "the end state has no group offsets"
+    if history.manifest.get("max_lag") is None:
+        missing[Evidence.LAG_BOUND] = (
+            "the run set no bound on realtime lag (--max-lag): the lag is reported "
+            "(stats.realtime_lag), not judged"
+        )
     reasons = {name: first_missing(spec, missing) for name, spec in CATALOGUE.items()}
     return {name: reason for name, reason in reasons.items() if reason is not None}
 

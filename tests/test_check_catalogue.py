@@ -76,4 +76,5 @@ def test_the_checks_of_a_pass_are_those_whose_spec_names_it():
         "isolation.uncommitted-offset-read",
         "fencing.older-epoch-commit",
         "liveness.hanging-transaction",
+        "liveness.realtime-lag",
     )

@@ -13,7 +13,7 @@ MANIFEST_KEYS_SCHEMA_1 = {
     "workload", "mode", "faults", "schedule_events", "intensity", "recovery_wait",
     "non_idempotent_seeder", "duration", "seed", "records", "instances", "partitions",
     "brokers", "kafka_version", "backend", "image", "input_topic", "output_topic", "group",
-    "command", "id_from", "expect", "start_timeout",
+    "command", "id_from", "expect", "start_timeout", "max_lag",
 }  # fmt: skip
 
 
@@ -103,6 +103,13 @@ def test_run_json_names_the_streams_apps_kafka_client_the_clusters_by_default():
     )
     assert older.to_manifest()["client_version"] == "3.9.2"
     assert older.command_line()[-2:] == ["--client-version", "3.9.2"]
+
+
+def test_a_bound_on_realtime_lag_is_kept_in_run_json_and_its_command():
+    config = RunConfig.from_options(max_lag=2.5)
+    assert config.to_manifest()["max_lag"] == 2.5
+    assert config.command_line()[-2:] == ["--max-lag", "2.5"]
+    assert RunConfig.from_options().to_manifest()["max_lag"] is None
 
 
 def test_a_recording_child_reads_back_the_same_config():

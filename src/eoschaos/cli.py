@@ -160,6 +160,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="process (JVMs on loopback, default) or containers (podman/Docker)",
     )
     run.add_argument("--image", help="Kafka image for --backend containers")
+    run.add_argument(
+        "--max-lag",
+        type=float,
+        help="judge liveness.realtime-lag: seconds a committed record may take from its commit "
+        "to the downstream reader (default: the lag is reported, not judged)",
+    )
 
     matrix = sub.add_parser(
         "matrix", help="run a matrix file of cells; write results.jsonl, junit.xml, index.html"

@@ -68,6 +68,7 @@ RUN_OPTIONS = (
     "brokers",
     "backend",
     "image",
+    "max_lag",
 )
 OPTIONS = PIPELINE_OPTIONS + RUN_OPTIONS
 
@@ -102,6 +103,8 @@ class RunConfig:
     brokers: int = 3
     backend: str = "process"
     image: str | None = None
+    # seconds a committed record may take to reach the downstream reader (None: not judged)
+    max_lag: float | None = None
 
     @classmethod
     def from_options(cls, **options: Any) -> RunConfig:
@@ -235,6 +238,8 @@ class RunConfig:
             raise EoschaosError(f"--start-timeout must be > 0 seconds, got {self.start_timeout:g}")
         if self.duration <= 0:
             raise EoschaosError(f"--duration must be > 0 seconds, got {self.duration:g}")
+        if self.max_lag is not None and self.max_lag <= 0:
+            raise EoschaosError(f"--max-lag must be > 0 seconds, got {self.max_lag:g}")
         if self.schedule_events is not None:
             validate_schedule(
                 self.schedule(),
@@ -280,6 +285,8 @@ class RunConfig:
             line += ["--non-idempotent-seeder"]
         if self.backend != "process":
             line += ["--backend", self.backend] + (["--image", self.image] if self.image else [])
+        if self.max_lag is not None:
+            line += ["--max-lag", f"{self.max_lag:g}"]
         return line
 
     def schedule(self) -> list[FaultEvent]:

@@ -31,6 +31,7 @@ class Evidence(Enum):
     OUTPUT_COPIES = "output as copies"  # each output record is a copy of one input record
     END_STATE = "end state"  # log-end rows
     GROUP_OFFSETS = "group offsets"  # the end state's committed offsets of the group
+    LAG_BOUND = "a bound on realtime lag"  # the user's --max-lag (run.json's max_lag)
 
 
 class Pass(Enum):
@@ -405,6 +406,18 @@ UNSEEN = CheckSpec(
     examples_on_input=True,
     jepsen=(JepsenName("unseen"),),
 )
+REALTIME_LAG = CheckSpec(
+    "liveness.realtime-lag",
+    "A downstream read_committed reader first read a committed output record more than the "
+    "run's --max-lag seconds after the COMMIT marker of its transaction was written in that "
+    "partition (judged only when the user sets the bound; the lag itself is always in the "
+    "verdict's statistics and the report).",
+    Pass.LOG_TRANSACTIONS,
+    (Evidence.TRANSACTIONS, Evidence.BATCH_HEADERS, Evidence.LAG_BOUND),
+    look="the realtime lag chart: which partitions lagged, and the fault or stalled instance "
+    "(its lane on the timeline) in that window",
+    jepsen=(JepsenName("worst-realtime-lag"),),
+)
 AGGREGATE_MISMATCH = CheckSpec(
     "aggregate.mismatch",
     "A stateful pipeline's final aggregate of a key (count, sum, min, max of the ids; the "
@@ -456,6 +469,7 @@ CATALOGUE: dict[str, CheckSpec] = {
         LSO,
         GROUP_OFFSETS,
         UNSEEN,
+        REALTIME_LAG,
         AGGREGATE_MISMATCH,
         EXPECTED_OUTPUT,
     )

@@ -8,8 +8,8 @@ The model (numbers are fields of RunShape; S = per_partition * output_partitions
 - every abort_every-th slot first runs an attempt that aborts, then the same records commit;
 - attempt u (time order) writes `per_partition` records and a marker to every output
   partition: record j lands on output partition j % Q at offset u * (per_partition + 1) + j div Q;
-- the observer reads every committed record just after its commit, the final scans read both
-  topics afterwards, the end state is stable and fully consumed;
+- the observer reads every committed record just after its commit (observer_lag later), the
+  final scans read both topics afterwards, the end state is stable and fully consumed;
 - the coordinator prepares each attempt's commit or abort while its client's call is in flight;
 - with broker_logs, the brokers' logs of every attempt are written too, as a run reads them
   (docs/history.md): its output batches, markers and aborted ranges, the coordinator's whole
@@ -46,6 +46,7 @@ class RunShape:
     start: float = 1_700_000_000.0
     slot_seconds: float = 0.01
     broker_logs: bool = False  # also write the brokers' logs of every attempt (eos only)
+    observer_lag: float = 0.0  # seconds more the observer takes to read each committed record
 
     def __post_init__(self) -> None:
         if self.mode not in ("eos", "alos"):

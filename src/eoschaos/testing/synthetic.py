@@ -635,9 +635,10 @@ def _offset_commits(spark: SparkSession, shape: RunShape) -> DataFrame:
 
 
 def _observer_time(shape: RunShape, record: Column) -> Column:
-    """When the observer reads record `record` of attempt u: just after the attempt's commit."""
+    """When the observer reads record `record` of attempt u: just after the attempt's commit
+    (observer_lag later for a slow reader: every read is delayed alike, so none reorders)."""
     span = 0.25 * shape.slot_seconds / shape.txn_size
-    return _slot_time(shape, 0.7) + record * span
+    return _slot_time(shape, 0.7) + record * span + shape.observer_lag
 
 
 def _output_reads(
@@ -1006,7 +1007,7 @@ class _Tail:
                 "txn_size": len(outputs),
                 "fate": "commit" if s.mode == "eos" else "none",
             }
-            t = t0 + (0.7 + 0.001 * n) * s.slot_seconds
+            t = t0 + (0.7 + 0.001 * n) * s.slot_seconds + s.observer_lag
             place = {"topic": OUTPUT_TOPIC, "partition": partition, "offset": offset}
             self._event(
                 "read", "ok", "poll", OBSERVER, t, **place, **header, isolation="read_committed"
