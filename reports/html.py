@@ -24,6 +24,7 @@ from eoschaos.reports.svg import (
     Band,
     esc,
     fault_timeline,
+    line_chart,
     lineage_drawing,
     lineage_legend,
     process_lanes,
@@ -32,6 +33,18 @@ from eoschaos.reports.svg import (
 )
 
 MAX_EXAMPLES_SHOWN = 5
+# One colour per output partition in the lag chart (cycled past eight; each line is named).
+PARTITION_COLOURS = (
+    "#2563eb",
+    "#16a34a",
+    "#9333ea",
+    "#dc2626",
+    "#0891b2",
+    "#ca8a04",
+    "#db2777",
+    "#4b5563",
+)
+UNSEEN_COLOUR = "#dc2626"
 # The page's one script: click a column heading to sort (again to reverse), type to filter.
 # Without it (a browser with scripts off) the tables are plain, in the verdict's order.
 SCRIPT = """"use strict";
@@ -458,8 +471,61 @@ def _timeline(verdict: dict) -> str:
         parts.append("<p class='muted'>No faults were injected.</p>")
     parts.append("<h3>Throughput (records per second; fault windows shaded)</h3>")
     chart = throughput_chart(throughput, bands, duration, width, LANE_LABEL_WIDTH)
-    parts.append(f'<div class="scroll">{chart}</div></section>')
+    parts.append(f'<div class="scroll">{chart}</div>')
+    stats = _dict(verdict.get("stats"))
+    chart_args = (bands, duration, width, LANE_LABEL_WIDTH)
+    parts.append(_lag_chart(timeline, _dict(stats.get("realtime_lag")), chart_args))
+    parts.append(_unseen_chart(timeline, _dict(stats.get("unseen")), chart_args))
+    parts.append("</section>")
     return "".join(parts)
+
+
+def _lag_chart(timeline: dict, figures: dict, chart_args: tuple) -> str:
+    """The worst realtime lag per second and output partition, with the verdict's figures."""
+    points: dict[str, list[tuple[float, float]]] = {}
+    for entry in _list(timeline.get("realtime_lag")):
+        if isinstance(entry, list) and len(entry) == 3:
+            t, partition, worst = entry
+            if isinstance(t, int | float) and isinstance(worst, int | float):
+                points.setdefault(str(partition), []).append((t, worst))
+    if not points:
+        return ""
+    lines = [
+        (f"partition {p}", PARTITION_COLOURS[n % len(PARTITION_COLOURS)], points[p])
+        for n, p in enumerate(sorted(points, key=lambda p: (len(p), p)))
+    ]
+    summary = (
+        f"Worst {_text(figures.get('worst_s'))} s, p99 {_text(figures.get('p99_s'))} s over "
+        f"{_text(figures.get('records'))} committed records, from each one's COMMIT marker "
+        "to its first downstream read."
+    )
+    chart = line_chart(lines, "realtime lag", *chart_args)
+    return (
+        '<h3 id="realtime-lag">Realtime lag (seconds, worst per second and output partition; '
+        f'fault windows shaded)</h3><p>{esc(summary)}</p><div class="scroll">{chart}</div>'
+    )
+
+
+def _unseen_chart(timeline: dict, figures: dict, chart_args: tuple) -> str:
+    """Acknowledged input not yet read downstream, per second, with the verdict's figures."""
+    points = [
+        (entry[0], entry[1])
+        for entry in _list(timeline.get("unseen"))
+        if isinstance(entry, list)
+        and len(entry) == 2
+        and all(isinstance(v, int | float) for v in entry)
+    ]
+    if not points:
+        return ""
+    summary = (
+        f"Peak {_text(figures.get('peak'))} at {_text(figures.get('peak_at_s'))} s; "
+        f"{_text(figures.get('at_end'))} at the end of the run."
+    )
+    chart = line_chart([("unseen", UNSEEN_COLOUR, points)], "unseen input", *chart_args)
+    return (
+        '<h3 id="unseen">Unseen input (acknowledged, not yet read downstream; fault windows '
+        f'shaded)</h3><p>{esc(summary)}</p><div class="scroll">{chart}</div>'
+    )
 
 
 def _params(params: Any) -> dict:

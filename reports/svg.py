@@ -161,25 +161,39 @@ def throughput_chart(
     left: float = MARGIN_LEFT,
 ) -> str:
     """Records per second of each series over time, fault windows shaded behind the lines."""
-    axis = _TimeAxis(duration, width, left)
-    points = {name: [] for name in SERIES_COLOURS}
+    series: dict[str, list[tuple[float, float]]] = {name: [] for name in SERIES_COLOURS}
     for row in rows:
         t = _number(row.get("t"))
         if t is None:
             continue
-        for name, series in points.items():
+        for name, points in series.items():
             value = _number(row.get(name))
             if value is not None:
-                series.append((t, value))
-    peak = max((value for series in points.values() for _, value in series), default=0.0)
+                points.append((t, value))
+    lines = [(f"{name}/s", SERIES_COLOURS[name], points) for name, points in series.items()]
+    return line_chart(lines, "throughput per second", bands, duration, width, left)
+
+
+def line_chart(
+    lines: Sequence[tuple[str, str, Sequence[tuple[float, float]]]],
+    title: str,
+    bands: Sequence[Band],
+    duration: float,
+    width: float = WIDTH,
+    left: float = MARGIN_LEFT,
+) -> str:
+    """Lines of (seconds, value) points, each (name, colour, points), over the run's time
+    axis with fault windows shaded behind them; the legend names each line above the plot."""
+    axis = _TimeAxis(duration, width, left)
+    peak = max((value for _, _, points in lines for _, value in points), default=0.0)
     ticks = nice_ticks(peak, 4)
-    top_value = max(ticks[-1], peak, 1.0)
+    top_value = max(ticks[-1], peak, 1e-9) if peak else 1.0
     top, bottom = MARGIN_TOP + 16, CHART_HEIGHT - MARGIN_BOTTOM  # legend above the plot
 
     def y(value: float) -> float:
         return bottom - (bottom - top) * value / top_value
 
-    parts = [_svg_open(CHART_HEIGHT, "throughput per second", width)]
+    parts = [_svg_open(CHART_HEIGHT, title, width)]
     parts += [_fault_window(band, axis, top, bottom) for band in bands]
     for tick in ticks:
         parts.append(
@@ -188,20 +202,20 @@ def throughput_chart(
             f'<text x="{axis.left - 4}" y="{y(tick) + 4:.1f}" text-anchor="end">'
             f"{_fmt(tick)}</text>"
         )
-    for name, series in points.items():
-        if series:
-            coordinates = " ".join(f"{axis.x(t):.1f},{y(v):.1f}" for t, v in sorted(series))
+    for name, colour, points in lines:
+        if points:
+            coordinates = " ".join(f"{axis.x(t):.1f},{y(v):.1f}" for t, v in sorted(points))
             parts.append(
                 f'<polyline class="series" points="{coordinates}" fill="none" '
-                f'stroke="{SERIES_COLOURS[name]}" stroke-width="1.5"><title>{name}/s</title>'
+                f'stroke="{esc(colour)}" stroke-width="1.5"><title>{esc(name)}</title>'
                 "</polyline>"
             )
     parts.append(axis.ticks_svg(bottom))
-    for index, (name, colour) in enumerate(SERIES_COLOURS.items()):
+    for index, (name, colour, _) in enumerate(lines):
         x = axis.left + 10 + index * 110
         parts.append(
-            f'<rect x="{x}" y="{MARGIN_TOP - 2}" width="12" height="3" fill="{colour}"/>'
-            f'<text x="{x + 16}" y="{MARGIN_TOP + 4}">{name}/s</text>'
+            f'<rect x="{x}" y="{MARGIN_TOP - 2}" width="12" height="3" fill="{esc(colour)}"/>'
+            f'<text x="{x + 16}" y="{MARGIN_TOP + 4}">{esc(name)}</text>'
         )
     parts.append("</svg>")
     return "".join(parts)

@@ -425,6 +425,31 @@ def test_the_throughput_chart_draws_one_line_per_series():
     assert document.count('<polyline class="series"') == 3
 
 
+def test_realtime_lag_is_drawn_per_output_partition_and_unseen_input_as_one_line():
+    data = verdict()
+    data["stats"] |= {
+        "realtime_lag": {"records": 40, "worst_s": 2.5, "p99_s": 0.75, "partitions": {}},
+        "unseen": {"peak": 12, "peak_at_s": 3, "at_end": 0},
+    }
+    data["timeline"] |= {
+        "realtime_lag": [[0, 0, 0.1], [1, 0, 2.5], [0, 1, 0.2], [1, 1, 0.3]],
+        "unseen": [[0, 5], [1, 12], [2, 0]],
+    }
+    document = render_report(data)
+    lag = re.search(r'<h3 id="realtime-lag">.*?</svg>', document, re.S).group(0)
+    assert "Worst 2.5 s, p99 0.75 s over 40 committed records" in lag
+    assert lag.count('<polyline class="series"') == 2  # partitions 0 and 1
+    assert "partition 0" in lag and "partition 1" in lag
+    unseen = re.search(r'<h3 id="unseen">.*?</svg>', document, re.S).group(0)
+    assert "Peak 12 at 3 s; 0 at the end of the run." in unseen
+    assert unseen.count('<polyline class="series"') == 1
+
+
+def test_a_verdict_without_lag_or_unseen_series_draws_neither_chart():
+    document = render_report(verdict())
+    assert 'id="realtime-lag"' not in document and 'id="unseen"' not in document
+
+
 def test_an_incomplete_history_shows_a_banner_with_its_damage():
     data = verdict("PASS") | {"complete": False, "damage": ["processor-1.0.jsonl: last line cut"]}
     document = render_report(data)

@@ -793,3 +793,19 @@ def test_a_pipelines_own_input_records_are_sent_and_found_by_their_id(verdict_of
     ]
     assert sorted(e["id"] for e in scanned) == list(range(manifest["records"]))
     assert manifest["input"] == ORDERS["input"]
+
+
+def test_a_real_runs_report_draws_its_realtime_lag_and_unseen_input_in_a_browser(verdict_of):
+    """Under a twin, a bounce, a partition and coordinator latency, every committed output
+    record has a lag from its marker, and the input all reached the downstream reader by the
+    end; the report draws both (checked in Chromium). No --max-lag: reported, not judged."""
+    verdict = verdict_of("eos-catalogue")
+    lag, unseen = verdict["stats"]["realtime_lag"], verdict["stats"]["unseen"]
+    assert 0 < lag["records"] <= verdict["stats"]["output_committed"]
+    assert 0 <= lag["p99_s"] <= lag["worst_s"]
+    assert unseen["at_end"] == 0 and unseen["peak"] > 0
+    assert "--max-lag" in verdict["not_applicable"]["liveness.realtime-lag"]
+    dom = rendered_dom(Path(verdict["report"]))
+    for section in ("realtime-lag", "unseen"):
+        drawn = re.search(rf'<h3 id="{section}">.*?</svg>', dom, re.S)
+        assert drawn and '<polyline class="series"' in drawn.group(0), section
