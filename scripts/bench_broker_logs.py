@@ -31,7 +31,7 @@ from bench_checkers import shape
 WITH, WITHOUT = "with logs", "without"
 
 
-def generate(run_dir: Path, records: int, broker_logs: bool) -> None:
+def write_history(run_dir: Path, records: int, broker_logs: bool) -> None:
     from dataclasses import replace
 
     from eoschaos.checkers.spark import spark_session
@@ -71,7 +71,7 @@ def main() -> None:
         mode: args.run_dir / f"records-{args.records}-{mode.split()[0]}" for mode in (WITH, WITHOUT)
     }
     if args.generate:
-        generate(dirs[args.generate], args.records, args.generate == WITH)
+        write_history(dirs[args.generate], args.records, args.generate == WITH)
         return
     for mode, run_dir in dirs.items():
         if not (run_dir / "run.json").exists():

@@ -83,7 +83,7 @@ def shape(records: int) -> RunShape:
     )
 
 
-def generate(run_dir: Path, records: int) -> None:
+def write_history(run_dir: Path, records: int) -> None:
     from eoschaos.checkers.spark import spark_session
     from eoschaos.testing import generate
 
@@ -423,7 +423,7 @@ def main() -> None:
     run_dir = args.run_dir / f"records-{args.records}"
     jsonl_dir = args.run_dir / f"records-{args.records}-jsonl"  # --compaction's starting point
     if args.generate:
-        generate(run_dir, args.records)
+        write_history(run_dir, args.records)
         return
     if args.export:
         export_jsonl(run_dir, jsonl_dir)
