@@ -105,20 +105,17 @@ def lag_findings(lags: DataFrame, bound: float) -> DataFrame:
 
 
 def unseen_over_time(
-    history: History, readers: list[str], start: float
+    history: History, reads: DataFrame, start: float
 ) -> tuple[dict[str, Any], list[list[int]]]:
     """Per second of the run, the acknowledged input records no downstream read_committed
-    reader (`readers`) had read the output of yet: a record counts from its acknowledgement
-    to its first downstream read (from its acknowledgement, if read before it). Its figures
-    (peak, when, at the end) and its series ([second, unseen])."""
+    reader had read the output of yet (`reads`: downstream_reads of the output): a record
+    counts from its acknowledgement to its first downstream read (from its acknowledgement,
+    if read before it). Its figures (peak, when, at the end) and its series ([second,
+    unseen])."""
     acked = history.kind("send").filter(
         (F.col("type") == "ok") & (F.col("topic") == history.input_topic)
     )
-    seen = history.kind("read").filter(
-        (F.col("topic") == history.output_topic)
-        & F.col("process").isin(readers)
-        & (F.col("isolation") == READ_COMMITTED)
-    )
+    seen = reads.filter(F.col("isolation") == READ_COMMITTED)
     none = F.lit(None).cast("double")
     per_id = (
         acked.select("id", F.col("time").alias("acked"), none.alias("seen"))

@@ -90,7 +90,6 @@ from eoschaos.contract.checks import (
 )
 from eoschaos.contract.history import (
     FINAL_COMMITTED,
-    FINAL_SCANS,
     FINAL_UNCOMMITTED,
     HEADER_TXN_INDEX,
     LOG_BATCH,
@@ -159,6 +158,8 @@ def _judge(
     if Pass.STALE_COMMITS in passes:
         parts.append(fencing.stale_commit_findings(history))
     log = history.kind(LOG_BATCH_KIND)
+    # what the downstream readers read of the output: the lag, unseen input, uncommitted reads
+    reads = downstream_reads(history, census, history.output_topic)
     commits = offset_commits(log)  # read once, by both passes over the coordinators' logs
     if Pass.OFFSET_COMMITS in passes:
         parts.append(offset_commit_findings(commits))
@@ -177,7 +178,6 @@ def _judge(
             parts.append(older_epoch_findings(log_txns))
             parts.append(hanging_findings(log_txns, pieces))
         if UNCOMMITTED_OFFSET_READ.name in applicable:
-            reads = downstream_reads(history, census, history.output_topic)
             parts.append(uncommitted_offset_findings(reads, pieces))
             # the same reads of committed records, from their markers: the realtime lag
             lags = first_reads(reads, pieces).cache()
@@ -185,15 +185,12 @@ def _judge(
                 parts.append(lag_findings(lags, history.manifest["max_lag"]))
     # Each pass's findings, the timeline, the log transactions' stats and the lineage of the
     # whole history read the cached tables and not each other's results: side by side.
-    downstream = [name for name in census.readers if name not in FINAL_SCANS]
     run_timeline, lag, unseen, log_stats, whole_lineage, *tallied = concurrently(
         spark,
         lambda: timeline(history, census, txns),
         lambda: lag_figures(lags, census.start) if lags is not None else None,
         lambda: (
-            unseen_over_time(history, downstream, census.start)
-            if census.start is not None
-            else None
+            unseen_over_time(history, reads, census.start) if census.start is not None else None
         ),
         lambda: _log_stats(history, txns, client_counts, log_txns, log_rows, max_examples),
         lambda: history_lineage(history) if lineage else None,
