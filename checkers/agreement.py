@@ -16,16 +16,17 @@ check's PASS: which side is wrong is for a reviewer to find out.
 
 from __future__ import annotations
 
-import json
+from collections import Counter
 from typing import Any
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
+from eoschaos.checkers.findings import without_nulls
 from eoschaos.checkers.history_io import History
 from eoschaos.checkers.log_findings import BUCKET
 from eoschaos.checkers.log_transactions import COMMIT, COMMITTING
-from eoschaos.checkers.transactions import TXN_KEY, unknown_outcome
+from eoschaos.checkers.transactions import TXN_KEY, outcome
 from eoschaos.contract.checks import (
     AGREEMENT_KINDS,
     COMMITTED_COUNT,
@@ -38,19 +39,22 @@ from eoschaos.contract.checks import (
 from eoschaos.contract.history import FINAL_UNCOMMITTED, LOG_BATCH
 
 COMMITTED_FATES = (COMMIT, COMMITTING)
+# What a read's coordinator transaction is named by, in the pairs and the examples
+LOG_FIELDS = ("producer_id", "txn_id", "txn_seq", "fate", "records")
 _PLACED = "placed"  # not a disagreement: a client transaction whose records were compared
 
 
 def history_agreement(
     history: History,
-    client_txns: DataFrame,
+    client_txns: list[dict[str, Any]],
     log_txns: DataFrame,
     log_rows: DataFrame,
     counts: tuple[list[dict[str, Any]], list[dict[str, Any]]],
     max_examples: int,
 ) -> dict[str, Any]:
     """`agreement` of a history: the reference scan's reads of the output that name a client
-    transaction, against the logs' data batches among `log_rows` (`producer_rows`). `counts`:
+    transaction, against the logs' data batches among `log_rows` (`producer_rows`), beside
+    the client's transaction table (collected: a row per transaction). `counts`:
     both sides' transactions counted by transactional id (`outcome_counts`, `fate_counts`)."""
     reads = history.kind("read").filter(
         (F.col("process") == FINAL_UNCOMMITTED)
@@ -73,10 +77,11 @@ def history_agreement(
     }
 
 
-def fate_counts(log_txns: DataFrame) -> list[dict[str, Any]]:
-    """The coordinators' transactions counted by transactional id and fate, in one small
-    collect (a row per combination): their fates and the per-id agreement are sums of it."""
-    return [row.asDict() for row in log_txns.groupBy("txn_id", "fate").count().collect()]
+def fate_counts(log_txns: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The coordinators' transactions (the logs' table, collected) counted by transactional id
+    and fate, a row per combination: their fates and the per-id agreement are sums of it."""
+    counts = Counter((txn["txn_id"], txn["fate"]) for txn in log_txns)
+    return [{"txn_id": i, "fate": fate, "count": n} for (i, fate), n in counts.items()]
 
 
 def _by_transactional_id(
@@ -113,7 +118,7 @@ def _placed(reads: DataFrame, batches: DataFrame, log_txns: DataFrame) -> DataFr
     records = F.aggregate("output", F.lit(0).cast("long"), lambda n, o: n + o["records"])
     ranges = log_txns.select(
         F.col("producer_id").alias("range_producer"),
-        F.struct("producer_id", "txn_id", "txn_seq", "fate", records.alias("records")).alias("log"),
+        F.struct(*LOG_FIELDS[:-1], records.alias(LOG_FIELDS[-1])).alias("log"),
         F.explode("output").alias("o"),
     ).withColumn(  # a batch meets only its bucket's ranges, not all of its producer's
         "bucket",
@@ -151,97 +156,98 @@ def _placed(reads: DataFrame, batches: DataFrame, log_txns: DataFrame) -> DataFr
 
 
 def _by_transaction(
-    client_txns: DataFrame,
+    client_txns: list[dict[str, Any]],
     log_txns: DataFrame,
     reads: DataFrame,
     batches: DataFrame,
     max_examples: int,
 ) -> dict[str, dict[str, Any]]:
     """Per kind (and `placed`): how many client or coordinator transactions, and the first
-    examples, in one job over the pairs of a client and a coordinator transaction."""
+    examples. The pairs of a client and a coordinator transaction (how many of the client's
+    records each holds) are one job and one small collect; the rest is on the driver, beside
+    the client's transactions (collected)."""
     pairs = (
         _placed(reads, batches, log_txns)
         .groupBy(*TXN_KEY, "log")
         .agg(F.count(F.lit(1)).alias("read"))
-    )
-    client = client_txns.select(
-        *TXN_KEY,
-        "txn_id",
-        "produced",
-        F.when(F.col("committed_at").isNotNull(), "committed")
-        .when(F.col("aborted"), "aborted")
-        .when(unknown_outcome(), "unknown")
-        .otherwise("open")
-        .alias("outcome"),
-    )
-    placed = F.col("log").isNotNull()
-    per_client = (
-        pairs.groupBy(*TXN_KEY)
-        .agg(
-            F.sort_array(
-                F.collect_list(F.when(placed, F.struct(F.col("log.*"), F.col("read"))))
-            ).alias("logs"),
-            F.sum("read").alias("read"),
-            F.coalesce(F.sum(F.when(~placed, F.col("read"))), F.lit(0)).alias("unplaced"),
-        )
-        .join(F.broadcast(client), TXN_KEY, "left")
-    )
-    committed = F.col("outcome") == "committed"
-
-    def log_committed(log: Column) -> Column:
-        return log["fate"].isin(*COMMITTED_FATES)
-
-    kinds = F.array_compact(
-        F.array(
-            F.when(F.size("logs") > 0, F.lit(_PLACED)),
-            F.when(
-                (committed & F.exists("logs", lambda log: ~log_committed(log)))
-                | ((F.col("outcome") == "aborted") & F.exists("logs", log_committed)),
-                F.lit(FATE),
-            ),
-            F.when(F.size("logs") > 1, F.lit(SPLIT)),
-            F.when(committed & (F.col("unplaced") > 0), F.lit(UNPLACED)),
-            F.when(
-                committed
-                & (F.size("logs") == 1)
-                & (F.col("logs")[0]["records"] != F.col("produced")),
-                F.lit(RECORDS),
-            ),
-        )
-    )
-    client_rows = per_client.select(
-        F.explode(kinds).alias("kind"),
-        F.to_json(
-            F.struct("txn_id", *TXN_KEY, "outcome", "produced", "read", "unplaced", "logs")
-        ).alias("example"),
-    )
-    shared = (
-        pairs.filter(placed)
-        .groupBy("log")
-        .agg(F.sort_array(F.collect_list(F.struct(*TXN_KEY, "read"))).alias("clients"))
-        .filter(F.size("clients") > 1)
-        .select(
-            F.lit(SHARED).alias("kind"),
-            F.to_json(F.struct(F.col("log.*"), "clients")).alias("example"),
-        )
-    )
-    rows = (
-        client_rows.unionByName(shared)
-        .groupBy("kind")
-        .agg(
-            F.count(F.lit(1)).alias("count"),
-            F.slice(
-                F.sort_array(F.collect_list(F.when(F.col("kind") != _PLACED, F.col("example")))),
-                1,
-                max_examples,
-            ).alias("examples"),
-        )
         .collect()
     )
-    return {
-        row["kind"]: {
-            "count": row["count"],
-            "examples": [{"kind": row["kind"], **json.loads(e)} for e in row["examples"]],
+    clients = {tuple(txn[k] for k in TXN_KEY): txn for txn in client_txns}
+    per_client: dict[tuple, dict[str, Any]] = {}
+    per_log: dict[tuple, list[dict[str, Any]]] = {}
+    for pair in pairs:
+        key = tuple(pair[k] for k in TXN_KEY)
+        entry = per_client.setdefault(key, {"logs": [], "read": 0, "unplaced": 0})
+        entry["read"] += pair["read"]
+        if pair["log"] is None:
+            entry["unplaced"] += pair["read"]
+            continue
+        log = pair["log"].asDict()
+        entry["logs"].append(log | {"read": pair["read"]})
+        per_log.setdefault(tuple(log.values()), []).append(
+            dict(zip(TXN_KEY, key, strict=True)) | {"read": pair["read"]}
+        )
+    found: dict[str, list[tuple[tuple, dict[str, Any]]]] = {}
+    for key, entry in per_client.items():
+        client = clients.get(key)
+        ended = outcome(client) if client else "open"
+        produced = client["produced"] if client else None
+        logs = sorted(entry["logs"], key=_ascending)
+        committed = ended == "committed"
+        kinds = [
+            _PLACED if logs else None,
+            FATE
+            if (committed and any(not _log_committed(log) for log in logs))
+            or (ended == "aborted" and any(_log_committed(log) for log in logs))
+            else None,
+            SPLIT if len(logs) > 1 else None,
+            UNPLACED if committed and entry["unplaced"] > 0 else None,
+            RECORDS
+            if committed
+            and len(logs) == 1
+            and produced is not None
+            and logs[0]["records"] != produced
+            else None,
+        ]
+        example = {
+            "txn_id": client["txn_id"] if client else None,
+            **dict(zip(TXN_KEY, key, strict=True)),
+            "outcome": ended,
+            "produced": produced,
+            "read": entry["read"],
+            "unplaced": entry["unplaced"],
+            "logs": logs,
         }
-        for row in rows
+        for kind in kinds:
+            if kind is not None:
+                found.setdefault(kind, []).append((_ascending(example), example))
+    for log, readers in per_log.items():
+        if len(readers) > 1:
+            example = dict(zip(LOG_FIELDS, log, strict=True))
+            example["clients"] = sorted(readers, key=_ascending)
+            found.setdefault(SHARED, []).append((_ascending(example), example))
+    return {
+        kind: {
+            "count": len(rows),
+            "examples": [
+                {"kind": kind, **without_nulls(example)}
+                for _, example in sorted(rows, key=lambda row: row[0])[:max_examples]
+            ]
+            if kind != _PLACED
+            else [],
+        }
+        for kind, rows in found.items()
     }
+
+
+def _log_committed(log: dict[str, Any]) -> bool:
+    return log["fate"] in COMMITTED_FATES
+
+
+def _ascending(row: dict[str, Any]) -> tuple:
+    """A row's sort key, field by field as Spark sorts structs (nulls first)."""
+    return tuple(
+        (value is not None, _ascending(value) if isinstance(value, dict) else value)
+        for value in row.values()
+        if not isinstance(value, list)
+    )

@@ -5,6 +5,10 @@ those marks into one row per anomaly (check name, sub-count key, sort key, examp
 the checks of one pass union into one DataFrame. `tally` then collects only
 the first few examples per check and one carrier row per sub-count: whatever the history's
 size, what reaches the driver is bounded by checks x (examples + sub-counts).
+
+A grain small enough to collect whole (one row per transaction: thousands) is judged on the
+driver instead: each check over it yields `Found` anomalies and `tally_found` counts them as
+`tally` does, ordered alike, with no plan to build, optimise and schedule per check.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import functools
 import json
 import operator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -96,6 +101,50 @@ def tally(findings: DataFrame, max_examples: int) -> dict[str, Tally]:
         if row["rank"] <= max_examples:
             entry.examples.append(json.loads(row["example"]))
     return tallies
+
+
+@dataclass(frozen=True)
+class Found:
+    """One anomaly found on the driver: `finding`'s fields for a row already collected."""
+
+    check: str
+    order: float | None
+    example: dict[str, Any]
+    sub: str = ""
+    weight: int = 1
+
+
+def tally_found(found: Iterable[Found], max_examples: int) -> dict[str, Tally]:
+    """`tally` of anomalies found on the driver: the same counts, sub-counts and first
+    examples, ranked as Spark ranks them (by order, nulls first, then the example's JSON)."""
+    by_check: dict[str, list[tuple[tuple[bool, float, str], Found]]] = {}
+    for anomaly in found:
+        example = without_nulls(anomaly.example)
+        key = (
+            anomaly.order is not None,
+            anomaly.order or 0.0,
+            json.dumps(example, separators=(",", ":")),
+        )
+        by_check.setdefault(anomaly.check, []).append((key, anomaly))
+    tallies: dict[str, Tally] = {}
+    for check, ranked in by_check.items():
+        entry = tallies[check] = Tally()
+        for _, anomaly in ranked:
+            entry.count += anomaly.weight
+            if anomaly.sub:
+                entry.counts[anomaly.sub] = entry.counts.get(anomaly.sub, 0) + anomaly.weight
+        ranked.sort(key=lambda pair: pair[0])
+        entry.examples = [without_nulls(a.example) for _, a in ranked[:max_examples]]
+    return tallies
+
+
+def without_nulls(value: Any) -> Any:
+    """An example as Spark's to_json writes it, which leaves out a struct's null fields."""
+    if isinstance(value, dict):
+        return {key: without_nulls(v) for key, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [without_nulls(v) for v in value]
+    return value
 
 
 def result(spec: CheckSpec, found: Tally | None) -> CheckResult:

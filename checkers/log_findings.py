@@ -26,6 +26,10 @@ fencing.older-epoch-commit: once a transactional id was initialised again (InitP
 new producer session at a higher epoch), no transaction of an older epoch of it may commit.
 The coordinator enforces that; a commit it recorded anyway is a fencing failure, whatever the
 client.
+
+The transaction table has a row per transaction (thousands), so its checks -- torn, older-epoch
+and hanging -- are judged on the driver from one collect, with no plan per check; the reads'
+check joins the millions of reads to the output's pieces in Spark.
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from eoschaos.checkers.census import Census
-from eoschaos.checkers.findings import explode_findings, finding
+from eoschaos.checkers.findings import Found, explode_findings, finding
 from eoschaos.checkers.history_io import History
 from eoschaos.checkers.log_transactions import (
     ABORT,
@@ -58,111 +62,139 @@ from eoschaos.contract.history import FINAL_SCANS
 BUCKET = 1024  # offsets per bucket of a range join: a read or batch meets only its bucket's ranges
 
 
+def judge_log_transactions(
+    log_txns: DataFrame, pieces: DataFrame, torn: bool | None
+) -> tuple[list[dict[str, Any]], list[Found]]:
+    """The logs' transaction table (`transaction_table`), collected once (a row per
+    transaction), and what the checks of whole transactions find on it on the driver:
+    older-epoch commits, hanging transactions (with the output's unmarked pieces, among
+    `pieces`: `output_pieces`) and, where `torn` is set (whether the output holds copies of
+    the input), torn ones."""
+    table = [row.asDict(recursive=True) for row in log_txns.collect()]
+    unmarked = [row.asDict() for row in pieces.filter(F.col("fate") == OPEN).collect()]
+    found = older_epoch_found(table) + unfinished_found(table) + unmarked_found(unmarked)
+    if torn is not None:
+        found += torn_found(table, torn)
+    return table, found
+
+
+# The example fields that name a transaction -> the column of the logs' tables holding each
+_NAMES = {"txn_id": "txn_id", "producer_id": "producer_id", "producer_epoch": "epoch"}
+
+
 def _transaction() -> dict[str, Column]:
     """The example fields that name a transaction, as every row here carries them."""
-    return {
-        "txn_id": F.col("txn_id"),
-        "producer_id": F.col("producer_id"),
-        "producer_epoch": F.col("epoch"),
-    }
+    return {field: F.col(column) for field, column in _NAMES.items()}
 
 
-def _table_transaction() -> dict[str, Column]:
-    """The fields naming a transaction of the logs' table: `_transaction` and its number
-    among its id's transactions (`log_txn_seq`), which the lineage finds it by."""
-    return _transaction() | {"log_txn_seq": F.col("txn_seq")}
+def _named(row: dict[str, Any]) -> dict[str, Any]:
+    """`_transaction`'s fields of a collected row."""
+    return {field: row[column] for field, column in _NAMES.items()}
 
 
-def torn_findings(txns: DataFrame, output_is_copies: bool) -> DataFrame:
-    """One anomaly row per torn transaction of the logs' table, with what tore it."""
-    committed = F.col("fate").isin(COMMIT, COMMITTING)
-    fates = F.array_union("output_fates", "offset_fates")
-    wrote = F.coalesce("output_committed", F.lit(0)) > 0
-    committed_offsets = F.col("offsets_committed") > 0
-    no_offsets = committed & wrote & ~committed_offsets
-    no_output = committed & ~wrote & (F.coalesce("input_advanced", F.lit(0)) > 0)
-    split = F.array_contains(fates, COMMIT) & F.array_contains(fates, ABORT)
-    how = (
-        F.when(split, "its markers disagree: COMMIT in some partitions, ABORT in others")
-        .when(no_offsets, "it committed output but no offsets of the input")
-        .otherwise("it committed input offsets but no output for that input")
-    )
-    torn = split | no_offsets
-    if output_is_copies:
-        torn = torn | no_output
-    return explode_findings(
-        txns,
-        finding(
-            torn,
-            TORN_TRANSACTION.name,
-            F.col("began"),
-            F.col("txn_id"),
-            **_table_transaction(),
-            began=F.col("began"),
-            completed=F.col("completed"),
-            fate=F.col("fate"),
-            torn=how,
-            output=F.col("output"),
-            offsets=F.col("offsets"),
-        ),
-    )
+def _table_transaction(txn: dict[str, Any]) -> dict[str, Any]:
+    """The fields naming a transaction of the logs' table (collected): `_named` and its
+    number among its id's transactions (`log_txn_seq`), which the lineage finds it by."""
+    return _named(txn) | {"log_txn_seq": txn["txn_seq"]}
 
 
-def older_epoch_findings(txns: DataFrame) -> DataFrame:
-    """One anomaly row per committed transaction decided after its id's newer session (a
-    higher epoch) began, with that session's epoch and start."""
-    return explode_findings(
-        txns,
-        finding(
-            F.col("fate").isin(COMMIT, COMMITTING) & (F.col("session_epoch") > F.col("epoch")),
-            OLDER_EPOCH_COMMIT.name,
-            F.col("prepared_ms") / 1000,
-            F.col("txn_id"),
-            **_table_transaction(),
-            began=F.col("began"),
-            prepared=F.col("prepared_ms") / 1000,
-            newer_epoch=F.col("session_epoch"),
-            newer_started=F.col("session_started"),
-        ),
-    )
+def _committed(txn: dict[str, Any]) -> bool:
+    return txn["fate"] in (COMMIT, COMMITTING)
 
 
-def hanging_findings(txns: DataFrame, pieces: DataFrame) -> DataFrame:
-    """One anomaly row per transaction the coordinator left unfinished (sub-count
-    "coordinator") and per partition's output no marker closed ("partition": Kafka's hanging
-    transaction, KIP-664), from the output's pieces (`output_pieces`)."""
-    unfinished = explode_findings(
-        txns,
-        finding(
-            F.col("fate").isin(OPEN, COMMITTING, ABORTING),
+def torn_found(txns: list[dict[str, Any]], output_is_copies: bool) -> list[Found]:
+    """One anomaly per torn transaction of the logs' table (collected), with what tore it."""
+    found = []
+    for txn in txns:
+        fates = {*txn["output_fates"], *txn["offset_fates"]}
+        wrote = (txn["output_committed"] or 0) > 0
+        split = COMMIT in fates and ABORT in fates
+        no_offsets = _committed(txn) and wrote and not txn["offsets_committed"] > 0
+        no_output = _committed(txn) and not wrote and (txn["input_advanced"] or 0) > 0
+        if split:
+            how = "its markers disagree: COMMIT in some partitions, ABORT in others"
+        elif no_offsets:
+            how = "it committed output but no offsets of the input"
+        elif no_output and output_is_copies:
+            how = "it committed input offsets but no output for that input"
+        else:
+            continue
+        example = _table_transaction(txn) | {
+            "began": txn["began"],
+            "completed": txn["completed"],
+            "fate": txn["fate"],
+            "torn": how,
+            "output": txn["output"],
+            "offsets": txn["offsets"],
+        }
+        found.append(Found(TORN_TRANSACTION.name, txn["began"], example, txn["txn_id"]))
+    return found
+
+
+def older_epoch_found(txns: list[dict[str, Any]]) -> list[Found]:
+    """One anomaly per committed transaction of the logs' table (collected) decided after its
+    id's newer session (a higher epoch) began, with that session's epoch and start."""
+    found = []
+    for txn in txns:
+        newer, epoch = txn["session_epoch"], txn["epoch"]
+        if not (_committed(txn) and newer is not None and epoch is not None and newer > epoch):
+            continue
+        prepared = None if txn["prepared_ms"] is None else txn["prepared_ms"] / 1000
+        example = _table_transaction(txn) | {
+            "began": txn["began"],
+            "prepared": prepared,
+            "newer_epoch": newer,
+            "newer_started": txn["session_started"],
+        }
+        found.append(Found(OLDER_EPOCH_COMMIT.name, prepared, example, txn["txn_id"]))
+    return found
+
+
+_UNFINISHED = {
+    OPEN: "the coordinator never decided it",
+    COMMITTING: "decided COMMIT but never completed",
+    ABORTING: "decided ABORT but never completed",
+}
+
+
+def unfinished_found(txns: list[dict[str, Any]]) -> list[Found]:
+    """liveness.hanging-transaction, sub-count "coordinator": one anomaly per transaction of
+    the logs' table (collected) the coordinator left unfinished."""
+    return [
+        Found(
             HANGING_TRANSACTION.name,
-            F.col("began"),
+            txn["began"],
+            _table_transaction(txn)
+            | {"began": txn["began"], "partitions": txn["partitions"], "hanging": hanging},
             "coordinator",
-            **_table_transaction(),
-            began=F.col("began"),
-            partitions=F.col("partitions"),
-            hanging=F.when(F.col("fate") == OPEN, "the coordinator never decided it")
-            .when(F.col("fate") == COMMITTING, "decided COMMIT but never completed")
-            .otherwise("decided ABORT but never completed"),
-        ),
-    )
-    unmarked = explode_findings(
-        pieces.filter(F.col("fate") == OPEN),
-        finding(
-            F.lit(True),
+        )
+        for txn in txns
+        if (hanging := _UNFINISHED.get(txn["fate"]))
+    ]
+
+
+def unmarked_found(pieces: list[dict[str, Any]]) -> list[Found]:
+    """liveness.hanging-transaction, sub-count "partition": one anomaly per partition's output
+    no marker closed (Kafka's hanging transaction, KIP-664), from the output's OPEN pieces
+    (`output_pieces`, collected: a producer's unmarked batches of a partition are one piece)."""
+    return [
+        Found(
             HANGING_TRANSACTION.name,
-            F.col("first_time"),
+            piece["first_time"],
+            _named(piece)
+            | {
+                "began": piece["first_time"],
+                "partition": piece["partition"],
+                "first_offset": piece["first_offset"],
+                "last_offset": piece["last_offset"],
+                "records": piece["records"],
+                "hanging": "its batches in this partition have no marker after them",
+            },
             "partition",
-            **_transaction(),
-            began=F.col("first_time"),
-            partition=F.col("partition"),
-            first_offset=F.col("first_offset"),
-            last_offset=F.col("last_offset"),
-            records=F.col("records"),
-            hanging=F.lit("its batches in this partition have no marker after them"),
-        ),
-    )
-    return unfinished.unionByName(unmarked)
+        )
+        for piece in pieces
+        if piece["fate"] == OPEN
+    ]
 
 
 def downstream_reads(history: History, census: Census, topic: str) -> DataFrame:

@@ -82,33 +82,41 @@ def transaction_table(history: History) -> DataFrame:
     )
 
 
-def unknown_outcome() -> Column:
-    """A transaction whose commit was called and whose outcome its client never learned."""
-    return F.col("commit_invoked").isNotNull() & F.col("committed_at").isNull() & ~F.col("aborted")
+def outcome(txn: dict[str, Any]) -> str:
+    """How a transaction of the table (collected) ended, as its client knows: committed,
+    aborted, unknown (its commit was called and its client never learned the outcome: a
+    timeout, a killed process) or open (no commit was called)."""
+    if txn["committed_at"] is not None:
+        return "committed"
+    if txn["aborted"]:
+        return "aborted"
+    return "unknown" if txn["commit_invoked"] is not None else "open"
 
 
-def outcome_counts(txns: DataFrame) -> list[dict[str, Any]]:
-    """The transaction table counted by transactional id and outcome, in one small collect:
-    a row per combination that occurs (a few per transactional id), however long the run.
-    The verdict's statistics and the per-id agreement with the brokers' logs are sums of it.
+def outcome_counts(txns: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The transaction table (collected) counted by transactional id and outcome: a row per
+    combination that occurs (a few per transactional id), however long the run. The
+    verdict's statistics and the per-id agreement with the brokers' logs are sums of it.
     `real`: a transaction (txn_seq set), not a step recorded outside one."""
-    real = F.col("txn_seq").isNotNull()
+    counts: dict[tuple, list[int]] = {}
+    for txn in txns:
+        ended = outcome(txn)
+        key = (
+            txn["txn_id"],
+            txn["txn_seq"] is not None,
+            ended == "committed",
+            txn["aborted"],
+            ended == "unknown",
+            (txn["rejected"] or 0) > 0,
+            bool(txn["hung"]),
+        )
+        entry = counts.setdefault(key, [0, 0])
+        entry[0] += 1
+        entry[1] += txn["rejected"] or 0
+    fields = ("txn_id", "real", "committed", "aborted", "unknown", "fenced", "hung")
     return [
-        row.asDict()
-        for row in txns.groupBy(
-            "txn_id",
-            real.alias("real"),
-            F.col("committed_at").isNotNull().alias("committed"),
-            F.col("aborted"),
-            unknown_outcome().alias("unknown"),
-            (F.col("rejected") > 0).alias("fenced"),
-            F.coalesce(F.col("hung"), F.lit(False)).alias("hung"),
-        )
-        .agg(
-            F.count(F.lit(1)).alias("transactions"),
-            F.coalesce(F.sum("rejected"), F.lit(0)).alias("rejected"),
-        )
-        .collect()
+        dict(zip(fields, key, strict=True)) | {"transactions": n, "rejected": rejected}
+        for key, (n, rejected) in counts.items()
     ]
 
 

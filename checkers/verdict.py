@@ -1,14 +1,13 @@
 """check_run: a run directory's history in, the verdict dict (verdict.json's content) out.
 
 Spark jobs: the census (one grouped pass: readers, end state, faults, time span), the
-transaction table (one row per transaction, kept in memory; its outcomes counted per
-transactional id in one small collect), then, side by side (checkers.spark.concurrently), each
-pass's anomaly rows -- only counts and a few examples reach the driver -- the timeline
-(throughput per second, process lanes, and the transactions' bars from the table in memory) and
-the lineage of the whole history. Where the run recorded the brokers' logs, the transactions
-rebuilt from them (checkers/log_transactions.py) are judged as one more pass, and their fates
-are counted per transactional id in one small collect, also side by side: the driver sums the
-fates and, next to a client history, compares both sides' counts per id (the agreement's
+transaction table (one row per transaction, collected once: the statistics count it on the
+driver), then, side by side (checkers.spark.concurrently), each pass's anomaly rows -- only
+counts and a few examples reach the driver -- the timeline (throughput per second, process
+lanes, and the transactions' bars) and the lineage of the whole history. Where the run
+recorded the brokers' logs, the transactions rebuilt from them (checkers/log_transactions.py)
+are collected once too, also side by side, and judged on the driver: the checks of whole
+transactions, their fates and, next to a client history, the agreement of both sides (whose
 per-transaction grain is one more job). Last, the failed examples' records, forensics and
 lineage."""
 
@@ -34,17 +33,15 @@ from eoschaos.checkers import (
 )
 from eoschaos.checkers.agreement import fate_counts, history_agreement
 from eoschaos.checkers.census import Census, take_census
-from eoschaos.checkers.findings import Tally, result, tally
+from eoschaos.checkers.findings import Tally, result, tally, tally_found
 from eoschaos.checkers.forensics import forensics_section
 from eoschaos.checkers.history_io import History, load_history
 from eoschaos.checkers.lineage import history_lineage, lineage_section
 from eoschaos.checkers.lineage.from_logs import PlainLog
 from eoschaos.checkers.log_findings import (
     downstream_reads,
-    hanging_findings,
+    judge_log_transactions,
     name_transactions,
-    older_epoch_findings,
-    torn_findings,
     uncommitted_offset_findings,
 )
 from eoschaos.checkers.log_transactions import (
@@ -143,10 +140,11 @@ def _judge(
         )
         parts.append(delivery.delivery_findings(history, committed))
     txn_stats: dict[str, Any] = {}
-    txns = client_counts = None
+    txns = client_table = client_counts = None
     if passes & {Pass.TRANSACTION_READS, Pass.ZOMBIES}:
         txns = transaction_table(history).cache()
-        client_counts = outcome_counts(txns)
+        client_table = [row.asDict() for row in txns.collect()]  # a row per transaction
+        client_counts = outcome_counts(client_table)
         txn_stats = transaction_stats(client_counts)
         # Two passes read it: cached, the reads are joined and aggregated once, not twice
         txn_reads = transaction_reads(history, txns).cache()
@@ -172,11 +170,6 @@ def _judge(
         if census.log_rows.get(TXN_STATE):
             topics = (history.input_topic, history.output_topic)
             log_txns = log_transaction_table(log_rows, topics).cache()
-            if TORN_TRANSACTION.name in applicable:
-                copies = Capabilities.of_manifest(history.manifest).output_is_copies
-                parts.append(torn_findings(log_txns, copies))
-            parts.append(older_epoch_findings(log_txns))
-            parts.append(hanging_findings(log_txns, pieces))
         if UNCOMMITTED_OFFSET_READ.name in applicable:
             parts.append(uncommitted_offset_findings(reads, pieces))
             # the same reads of committed records, from their markers: the realtime lag
@@ -185,18 +178,26 @@ def _judge(
                 parts.append(lag_findings(lags, history.manifest["max_lag"]))
     # Each pass's findings, the timeline, the log transactions' stats and the lineage of the
     # whole history read the cached tables and not each other's results: side by side.
-    run_timeline, lag, unseen, log_stats, whole_lineage, *tallied = concurrently(
+    torn = (
+        Capabilities.of_manifest(history.manifest).output_is_copies
+        if TORN_TRANSACTION.name in applicable
+        else None
+    )
+    run_timeline, lag, unseen, (log_stats, log_tallies), whole_lineage, *tallied = concurrently(
         spark,
         lambda: timeline(history, census, txns),
         lambda: lag_figures(lags, census.start) if lags is not None else None,
         lambda: (
             unseen_over_time(history, reads, census.start) if census.start is not None else None
         ),
-        lambda: _log_stats(history, txns, client_counts, log_txns, log_rows, max_examples),
+        lambda: _log_transactions(
+            history, client_table, client_counts, log_txns, log_rows, pieces, torn, max_examples
+        ),
         lambda: history_lineage(history) if lineage else None,
         *[functools.partial(tally, part, max_examples) for part in parts],
     )
     tallies = {name: found for part in tallied for name, found in part.items()}
+    tallies.update(log_tallies)
     txn_stats.update(log_stats)
     if Pass.TRANSACTION_ORDER in passes:
         interleaved = tallies.pop(INT_SEND_SKIP, None) or Tally()
@@ -289,28 +290,34 @@ def _judge(
     return verdict
 
 
-def _log_stats(
+def _log_transactions(
     history: History,
-    txns: DataFrame | None,
+    client_table: list[dict[str, Any]] | None,
     client_counts: list[dict[str, Any]] | None,
     log_txns: DataFrame | None,
     log_rows: DataFrame | None,
+    pieces: DataFrame | None,
+    torn: bool | None,
     max_examples: int,
-) -> dict[str, Any]:
-    """The coordinators' transactions by fate (COMMIT, ABORT, OPEN, ...) and, next to a client
-    history, the two sides' agreement (nothing without the brokers' logs)."""
-    if log_txns is None or log_rows is None:
-        return {}
-    log_counts = fate_counts(log_txns)
+) -> tuple[dict[str, Any], dict[str, Tally]]:
+    """The checks of the coordinators' transactions, judged on the driver from their table
+    collected once (a row per transaction): older-epoch commits, hanging transactions (with
+    the output's unmarked pieces) and, where `torn` is set (the output's copies or not), torn
+    ones. Their stats: the transactions by fate (COMMIT, ABORT, OPEN, ...) and, next to a
+    client history, the two sides' agreement. Nothing without the brokers' logs."""
+    if log_txns is None or log_rows is None or pieces is None:
+        return {}, {}
+    table, found = judge_log_transactions(log_txns, pieces, torn)
+    log_counts = fate_counts(table)
     fates = Counter()
     for row in log_counts:
         fates[row["fate"]] += row["count"]
     stats: dict[str, Any] = {"from_logs": dict(fates)}
-    if txns is not None and client_counts is not None:
+    if client_table is not None and client_counts is not None:
         stats["agreement"] = history_agreement(
-            history, txns, log_txns, log_rows, (client_counts, log_counts), max_examples
+            history, client_table, log_txns, log_rows, (client_counts, log_counts), max_examples
         )
-    return stats
+    return stats, tally_found(found, max_examples)
 
 
 def _unfinished(census: Census) -> list[str]:

@@ -57,8 +57,9 @@ def _agreement(spark, run_dir: Path) -> dict:
         topics = (history.input_topic, history.output_topic)
         log_rows = producer_rows(log, offset_commits(log), *topics)
         log_txns = log_transaction_table(log_rows, topics)
-        txns = transaction_table(history)
-        counts = (outcome_counts(txns), fate_counts(log_txns))
+        txns = [row.asDict() for row in transaction_table(history).collect()]
+        table = [row.asDict(recursive=True) for row in log_txns.collect()]
+        counts = (outcome_counts(txns), fate_counts(table))
         return history_agreement(history, txns, log_txns, log_rows, counts, 5)
     finally:
         history.release()

@@ -14,12 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from eoschaos.checkers.findings import result, tally
+from eoschaos.checkers.findings import result, tally, tally_found
 from eoschaos.checkers.log_findings import (
-    hanging_findings,
+    judge_log_transactions,
     name_transactions,
-    older_epoch_findings,
-    torn_findings,
     uncommitted_offset_findings,
 )
 from eoschaos.checkers.log_transactions import (
@@ -229,7 +227,7 @@ def judged(spark, synthetic_run, tmp_path):
 
 @pytest.fixture
 def judged_logs(spark):
-    """The two checks of the logs' transaction table, judged on the pipeline's log rows alone,
+    """The checks of the logs' transaction table, judged on the pipeline's log rows alone,
     read as the history's `log` kind is: check name -> its verdict entry."""
 
     def judge(pipeline: Pipeline) -> dict:
@@ -237,8 +235,7 @@ def judged_logs(spark):
         log = spark.read.schema(SCHEMA_DDL).json(lines)
         rows = producer_rows(log, offset_commits(log), INPUT_TOPIC, OUTPUT_TOPIC)
         table = transaction_table(rows, (INPUT_TOPIC, OUTPUT_TOPIC))
-        findings = torn_findings(table, True).unionByName(older_epoch_findings(table))
-        found = tally(findings.unionByName(hanging_findings(table, output_pieces(rows))), 5)
+        found = tally_found(judge_log_transactions(table, output_pieces(rows), True)[1], 5)
         return {name: result(CATALOGUE[name], found.get(name)).to_json() for name in CHECKS}
 
     return judge
