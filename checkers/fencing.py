@@ -4,9 +4,9 @@ a request the client gave up on must not commit a later transaction.
 Ownership is the consumer-group generation a transaction ran under (KIP-447 fences commits of
 a stale generation). A zombie write is a transaction whose records made it into the final
 committed output although its commit was invoked after a transaction of a higher generation on
-one of its input partitions had committed. Per input partition, one window in generation order
-gives every transaction the earliest commit of any higher generation; it runs on transactions,
-not records.
+one of its input partitions had committed. It is judged on the driver, over the transactions
+(thousands, collected once): per input partition, the earliest commit of every higher
+generation, then one lookup per transaction.
 
 A stale commit is the coordinator's PrepareCommit of a transactional id (its own log, writer
 LOG_BATCHES f TXN_STATE) while no client of that id had a commit call in flight: an EndTxn
@@ -17,10 +17,13 @@ fenced; on version 1 it commits whatever the client has written so far.
 
 from __future__ import annotations
 
+import bisect
+from typing import Any
+
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from eoschaos.checkers.findings import explode_findings, finding
+from eoschaos.checkers.findings import Found, explode_findings, finding
 from eoschaos.checkers.history_io import History
 from eoschaos.checkers.transactions import TXN_KEY
 from eoschaos.contract.checks import STALE_COMMIT, ZOMBIE_WRITE
@@ -33,67 +36,60 @@ CLOCK_SLACK_S = 0.002
 OPENS, PREPARES, ENDS = 0, 1, 2
 
 
-def zombie_findings(txn_reads: DataFrame, txns: DataFrame) -> DataFrame:
-    """Anomaly rows of fencing.zombie-write, one per zombie transaction.
+def zombie_found(txn_reads: list[dict[str, Any]], txns: list[dict[str, Any]]) -> list[Found]:
+    """fencing.zombie-write, one anomaly per zombie transaction.
 
-    txn_reads: eoschaos.checkers.transactions.transaction_reads; its final-committed rows are the
-    transactions whose records are in the committed output. txns: the transaction table,
-    whose committed transactions are the possible newer owners."""
-    columns = [*TXN_KEY, "txn_id", "generation", "commit_invoked", "committed_at"]
-    in_output = txn_reads.filter(F.col("process") == FINAL_COMMITTED).select(
-        *columns, "partitions", F.col("seen").alias("records"), F.lit(True).alias("in_output")
-    )
-    committed = txns.filter(F.col("committed_at").isNotNull()).select(
-        *columns,
-        F.coalesce("partitions", F.array().cast("array<int>")).alias("partitions"),
-        F.lit(None).cast("long").alias("records"),
-        F.lit(False).alias("in_output"),
-    )
-    per_partition = (
-        in_output.unionByName(committed)
-        .filter(F.col("generation").isNotNull())
-        .select("*", F.explode("partitions").alias("partition"))
-    )
-    # Rows of strictly higher generation come first in -generation order: range up to -1.
-    higher = (
-        Window.partitionBy("partition")
-        .orderBy(-F.col("generation"))
-        .rangeBetween(Window.unboundedPreceding, -1)
-    )
-    newer_commit = F.when(
-        F.col("committed_at").isNotNull(),
-        F.struct(
-            F.col("committed_at").alias("at"),
-            F.col("generation").alias("generation"),
-            F.col("partition").alias("src_partition"),
-        ),
-    )
-    zombies = (
-        per_partition.withColumn("newer", F.min(newer_commit).over(higher))
-        .filter(F.col("in_output") & (F.col("newer.at") < F.col("commit_invoked")))
-        .groupBy(*TXN_KEY)
-        .agg(
-            F.max("txn_id").alias("txn_id"),
-            F.max("generation").alias("generation"),
-            F.min("commit_invoked").alias("commit_invoked"),
-            F.max("records").alias("records"),
-            F.min("newer").alias("newer"),
-        )
-    )
-    return explode_findings(
-        zombies,
-        finding(
-            F.lit(True),
+    txn_reads: eoschaos.checkers.transactions.transaction_reads, collected; its final-committed
+    rows are the transactions whose records are in the committed output. txns: the
+    transaction table, collected, whose committed transactions are the possible newer owners
+    (and so are the output's own). Per input partition, the commits sorted by generation, each
+    with the earliest commit of it and all higher generations (a running minimum from the
+    top), so each transaction finds the earliest newer commit by one binary search."""
+    in_output = [
+        (row, row["seen"])
+        for row in txn_reads
+        if row["process"] == FINAL_COMMITTED and row["generation"] is not None
+    ]
+    owners = [(txn, None) for txn in txns if txn["generation"] is not None]
+    commits: dict[int, list[tuple]] = {}  # partition -> (generation, (at, generation, partition))
+    for txn, _ in in_output + owners:
+        if txn["committed_at"] is not None:
+            for partition in txn["partitions"] or []:
+                newer = (txn["committed_at"], txn["generation"], partition)
+                commits.setdefault(partition, []).append((txn["generation"], newer))
+    earliest_from: dict[int, tuple[list[int], list[tuple]]] = {}
+    for partition, found in commits.items():
+        found.sort()
+        running: list[tuple] = []
+        for _, newer in reversed(found):
+            running.append(min(running[-1], newer) if running else newer)
+        earliest_from[partition] = ([generation for generation, _ in found], running[::-1])
+    zombies: dict[tuple, tuple[dict[str, Any], int | None, tuple]] = {}
+    for row, records in in_output:
+        for partition in row["partitions"] or []:
+            generations, earliest = earliest_from.get(partition, ([], []))
+            higher = bisect.bisect_right(generations, row["generation"])
+            if higher == len(generations) or row["commit_invoked"] is None:
+                continue
+            newer = earliest[higher]
+            key = tuple(row[name] for name in TXN_KEY)
+            if newer[0] < row["commit_invoked"] and (key not in zombies or newer < zombies[key][2]):
+                zombies[key] = (row, records, newer)
+    return [
+        Found(
             ZOMBIE_WRITE.name,
-            F.col("commit_invoked"),
-            **{name: F.col(name) for name in [*TXN_KEY, "txn_id", "generation"]},
-            commit_invoked=F.col("commit_invoked"),
-            records=F.col("records"),
-            src_partition=F.col("newer.src_partition"),
-            newer_generation=F.col("newer.generation"),
-            newer_committed=F.col("newer.at"),
-        ),
-    )
+            row["commit_invoked"],
+            {name: row[name] for name in [*TXN_KEY, "txn_id", "generation"]}
+            | {
+                "commit_invoked": row["commit_invoked"],
+                "records": records,
+                "src_partition": newer[2],
+                "newer_generation": newer[1],
+                "newer_committed": newer[0],
+            },
+        )
+        for row, records, newer in zombies.values()
+    ]
 
 
 def stale_commit_findings(history: History) -> DataFrame:

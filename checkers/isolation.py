@@ -7,16 +7,19 @@ Two passes over the reads:
   out of order (a later offset read earlier), offsets read twice, and committed offsets it
   stepped over inside the range it read;
 - per transaction (aborted, uncommitted, fractured): what each downstream reader saw of each
-  transaction, from eoschaos.checkers.transactions.transaction_reads.
+  transaction, from eoschaos.checkers.transactions.transaction_reads, collected (a row per
+  reader and transaction) and judged on the driver.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from eoschaos.checkers.census import Census
-from eoschaos.checkers.findings import explode_findings, finding
+from eoschaos.checkers.findings import Found, explode_findings, finding
 from eoschaos.checkers.history_io import History
 from eoschaos.checkers.transactions import PARTITION_SHIFT, TXN_KEY
 from eoschaos.contract.checks import (
@@ -203,53 +206,41 @@ def _bound(census: Census, history: History, reader: str, which: str) -> Column:
     return F.element_at(F.create_map(*pairs), F.col("pk"))
 
 
-def transaction_read_findings(txn_reads: DataFrame, drained: list[str]) -> DataFrame:
-    """Anomaly rows of aborted-read, uncommitted-read and fractured-read, from what each
-    downstream reader saw of each transaction (eoschaos.checkers.transactions.transaction_reads)."""
-    aborted = F.coalesce(F.col("aborted"), F.lit(False))
-    reader = F.col("process")
-    txn = {name: F.col(name) for name in [*TXN_KEY, "txn_id"]}
-    return explode_findings(
-        txn_reads,
-        finding(
-            aborted,
-            ABORTED_READ.name,
-            _read_rank("first_read"),
-            reader,
-            F.col("seen"),
-            reader=reader,
-            **_read_example("first_read"),
-            **txn,
-            reads=F.col("seen"),
-        ),
-        finding(
-            ~aborted & (F.col("before_commit") > 0),
-            UNCOMMITTED_READ.name,
-            _read_rank("early_read"),
-            reader,
-            F.col("before_commit"),
-            reader=reader,
-            **_read_example("early_read"),
-            **txn,
-            commit_invoked=F.col("commit_invoked"),
-            reads=F.col("before_commit"),
-        ),
-        finding(
-            reader.isin(drained) & ~aborted & (F.col("seen") < F.col("txn_size")),
-            FRACTURED_READ.name,
-            F.col("txn_seq") * 1e4 + F.col("instance"),
-            reader,
-            reader=reader,
-            **txn,
-            txn_size=F.col("txn_size"),
-            seen=F.col("seen"),
-        ),
-    )
+def transaction_read_found(txn_reads: list[dict[str, Any]], drained: list[str]) -> list[Found]:
+    """aborted-read, uncommitted-read and fractured-read, from what each downstream reader saw
+    of each transaction (eoschaos.checkers.transactions.transaction_reads, collected: a row per
+    reader and transaction)."""
+    found = []
+    for row in txn_reads:
+        reader, aborted = row["process"], bool(row["aborted"])
+        txn = {name: row[name] for name in [*TXN_KEY, "txn_id"]}
+        if aborted:
+            read = row["first_read"]
+            example = {"reader": reader, **_read_example(read), **txn, "reads": row["seen"]}
+            found.append(Found(ABORTED_READ.name, _read_rank(read), example, reader, row["seen"]))
+        elif row["before_commit"] > 0:
+            read = row["early_read"]
+            example = {
+                "reader": reader,
+                **_read_example(read),
+                **txn,
+                "commit_invoked": row["commit_invoked"],
+                "reads": row["before_commit"],
+            }
+            early = row["before_commit"]
+            found.append(Found(UNCOMMITTED_READ.name, _read_rank(read), example, reader, early))
+        size, seq = row["txn_size"], row["txn_seq"]
+        if reader in drained and not aborted and size is not None and row["seen"] < size:
+            example = {"reader": reader, **txn, "txn_size": size, "seen": row["seen"]}
+            order = None if seq is None or row["instance"] is None else seq * 1e4 + row["instance"]
+            found.append(Found(FRACTURED_READ.name, order, example, reader))
+    return found
 
 
-def _read_rank(read: str) -> Column:
-    return F.col(f"{read}.partition") * 1e13 + F.col(f"{read}.offset")
+def _read_rank(read: dict[str, Any] | None) -> float | None:
+    """A read's place as one sortable number: partition, then offset."""
+    return None if read is None else read["partition"] * 1e13 + read["offset"]
 
 
-def _read_example(read: str) -> dict[str, Column]:
-    return {name: F.col(f"{read}.{name}") for name in ("partition", "offset", "id", "time")}
+def _read_example(read: dict[str, Any] | None) -> dict[str, Any]:
+    return {name: read[name] if read else None for name in ("partition", "offset", "id", "time")}

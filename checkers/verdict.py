@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -125,7 +126,8 @@ def _judge(
     applicable = [name for name in CATALOGUE if name not in not_applicable]
     passes = {CATALOGUE[name].found_by for name in applicable}
 
-    parts: list[DataFrame] = []
+    parts: list[DataFrame] = []  # each pass's anomaly rows, tallied by Spark
+    on_driver: list[Callable[[], dict[str, Tally]]] = []  # passes over collected grains
     if Pass.OFFSETS in passes:
         parts.append(isolation.offset_findings(history, census))
     if Pass.SEND_ORDER in passes:
@@ -146,13 +148,11 @@ def _judge(
         client_table = [row.asDict() for row in txns.collect()]  # a row per transaction
         client_counts = outcome_counts(client_table)
         txn_stats = transaction_stats(client_counts)
-        # Two passes read it: cached, the reads are joined and aggregated once, not twice
-        txn_reads = transaction_reads(history, txns).cache()
-        drained = census.drained(history.output_topic) if census.has_final_committed else []
-        if Pass.TRANSACTION_READS in passes:
-            parts.append(isolation.transaction_read_findings(txn_reads, drained))
-        if Pass.ZOMBIES in passes:
-            parts.append(fencing.zombie_findings(txn_reads, txns))
+        on_driver.append(
+            functools.partial(
+                _transaction_reads, history, census, txns, client_table, passes, max_examples
+            )
+        )
     if Pass.STALE_COMMITS in passes:
         parts.append(fencing.stale_commit_findings(history))
     log = history.kind(LOG_BATCH_KIND)
@@ -194,6 +194,7 @@ def _judge(
             history, client_table, client_counts, log_txns, log_rows, pieces, torn, max_examples
         ),
         lambda: history_lineage(history) if lineage else None,
+        *on_driver,
         *[functools.partial(tally, part, max_examples) for part in parts],
     )
     tallies = {name: found for part in tallied for name, found in part.items()}
@@ -219,7 +220,6 @@ def _judge(
             cached.unpersist()
     if txns is not None:
         txns.unpersist()
-        txn_reads.unpersist()
     if Pass.END_STATE in passes:
         tallies.update(liveness.liveness_tallies(census, history.input_topic, max_examples))
         if GROUP_OFFSETS.name in applicable:
@@ -288,6 +288,27 @@ def _judge(
         "events": census.events,
     }
     return verdict
+
+
+def _transaction_reads(
+    history: History,
+    census: Census,
+    txns: DataFrame,
+    client_table: list[dict[str, Any]],
+    passes: set[Pass],
+    max_examples: int,
+) -> dict[str, Tally]:
+    """What each downstream reader saw of each transaction (a row per reader and
+    transaction), collected once and judged on the driver: the reads of aborted, uncommitted
+    and fractured transactions, and zombie writes."""
+    rows = [row.asDict(recursive=True) for row in transaction_reads(history, txns).collect()]
+    found = []
+    if Pass.TRANSACTION_READS in passes:
+        drained = census.drained(history.output_topic) if census.has_final_committed else []
+        found += isolation.transaction_read_found(rows, drained)
+    if Pass.ZOMBIES in passes:
+        found += fencing.zombie_found(rows, client_table)
+    return tally_found(found, max_examples)
 
 
 def _log_transactions(
