@@ -20,11 +20,11 @@ from __future__ import annotations
 import bisect
 from typing import Any
 
-from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from eoschaos.checkers.findings import Found, explode_findings, finding
+from eoschaos.checkers.findings import Found
 from eoschaos.checkers.history_io import History
+from eoschaos.checkers.log_transactions import PREPARE_COMMIT
 from eoschaos.checkers.transactions import TXN_KEY
 from eoschaos.contract.checks import STALE_COMMIT, ZOMBIE_WRITE
 from eoschaos.contract.history import FINAL_COMMITTED, LOG_BATCH_KIND, TXN_STATE
@@ -92,62 +92,70 @@ def zombie_found(txn_reads: list[dict[str, Any]], txns: list[dict[str, Any]]) ->
     ]
 
 
-def stale_commit_findings(history: History) -> DataFrame:
-    """Anomaly rows of fencing.stale-commit: one per PrepareCommit the coordinator wrote for a
+def stale_commit_found(history: History) -> list[Found]:
+    """fencing.stale-commit: one anomaly per PrepareCommit the coordinator wrote for a
     transactional id of the client history outside every commit call of that id (from its
     invoke to the same process's next commit event; to the end if there is none: a process
     that died mid-commit).
 
-    One pass per transactional id, in time order: each call opens (+1) and ends (-1), and a
-    prepare finds none open -- a running sum, not a join of every prepare with every call."""
-    per_process = Window.partitionBy("process").orderBy("time")
-    call = F.struct((F.col("time") - CLOCK_SLACK_S).alias("time"), F.lit(OPENS).alias("step"))
-    ended = F.struct((F.col("until") + CLOCK_SLACK_S).alias("time"), F.lit(ENDS).alias("step"))
-    bounds = (
+    The commit calls and the prepares (a few per transaction) come back in one collect; per
+    transactional id, in time order, each call opens (+1) and ends (-1), and a prepare finds
+    none open -- a running count, not a test of every prepare against every call."""
+    state = F.get_json_object("params", "$.state")
+    none = F.lit(None)
+    calls = (
         history.kind("txn")
         .filter(F.col("f") == "commit")
-        .select("process", "txn_id", "time", "type")
-        .withColumn("until", F.lead("time").over(per_process))
-        .filter(F.col("type") == "invoke")
         .select(
-            "txn_id",
-            F.explode(
-                F.array_compact(F.array(call, F.when(F.col("until").isNotNull(), ended)))
-            ).alias("b"),
-        )
-        .select("txn_id", "b.time", "b.step")
-    )
-    state = F.get_json_object("params", "$.state")
-    prepared = (
-        history.kind(LOG_BATCH_KIND)
-        .filter((F.col("f") == TXN_STATE) & (state == "PrepareCommit"))
-        .select(
+            "process",
             "txn_id",
             "time",
-            F.lit(PREPARES).alias("step"),
+            "type",
+            none.cast("int").alias("producer_epoch"),
+            none.cast("string").alias("partitions"),
+        )
+    )
+    prepares = (
+        history.kind(LOG_BATCH_KIND)
+        .filter((F.col("f") == TXN_STATE) & (state == PREPARE_COMMIT))
+        .select(
+            none.cast("string").alias("process"),
+            "txn_id",
+            "time",
+            F.lit(PREPARE_COMMIT).alias("type"),
             F.get_json_object("params", "$.producer_epoch").cast("int").alias("producer_epoch"),
             F.get_json_object("params", "$.partitions").alias("partitions"),
         )
     )
-    in_order = Window.partitionBy("txn_id").orderBy("time", "step")
-    so_far = in_order.rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    whole = in_order.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
-    delta = F.when(F.col("step") == OPENS, 1).when(F.col("step") == ENDS, -1).otherwise(0)
-    stale = (
-        prepared.unionByName(bounds, allowMissingColumns=True)
-        .withColumn("open", F.sum(delta).over(so_far))
-        .withColumn("client_known", F.max((F.col("step") == OPENS).cast("int")).over(whole))
-        .filter((F.col("step") == PREPARES) & (F.col("open") == 0) & (F.col("client_known") == 1))
-    )
-    return explode_findings(
-        stale,
-        finding(
-            F.lit(True),
-            STALE_COMMIT.name,
-            F.col("time"),
-            txn_id=F.col("txn_id"),
-            prepared_at=F.col("time"),
-            producer_epoch=F.col("producer_epoch"),
-            partitions=F.col("partitions"),
-        ),
-    )
+    by_process: dict[str, list[dict[str, Any]]] = {}
+    steps: dict[str | None, list[tuple[float, int, dict[str, Any] | None]]] = {}
+    for row in calls.unionByName(prepares).collect():
+        if row["type"] == PREPARE_COMMIT:
+            steps.setdefault(row["txn_id"], []).append((row["time"], PREPARES, row.asDict()))
+        else:
+            by_process.setdefault(row["process"], []).append(row.asDict())
+    for events in by_process.values():
+        events.sort(key=lambda event: event["time"])
+        for event, after in zip(events, [*events[1:], None], strict=True):
+            if event["type"] == "invoke":
+                bounds = steps.setdefault(event["txn_id"], [])
+                bounds.append((event["time"] - CLOCK_SLACK_S, OPENS, None))
+                if after is not None:
+                    bounds.append((after["time"] + CLOCK_SLACK_S, ENDS, None))
+    found = []
+    for txn_id, in_order in steps.items():
+        if not any(step == OPENS for _, step, _ in in_order):
+            continue  # an id no client of the history ran
+        in_order.sort(key=lambda bound: bound[:2])
+        calls_open = 0
+        for time, step, prepare in in_order:
+            calls_open += {OPENS: 1, ENDS: -1}.get(step, 0)
+            if prepare is not None and calls_open == 0:
+                example = {
+                    "txn_id": txn_id,
+                    "prepared_at": time,
+                    "producer_epoch": prepare["producer_epoch"],
+                    "partitions": prepare["partitions"],
+                }
+                found.append(Found(STALE_COMMIT.name, time, example))
+    return found

@@ -55,7 +55,8 @@ COMMIT, ABORT, OPEN = "COMMIT", "ABORT", "OPEN"
 # The coordinator's decided-but-not-completed fates: its markers may be missing somewhere.
 COMMITTING, ABORTING = "COMMITTING", "ABORTING"
 ENDS = ("CompleteCommit", "CompleteAbort", "Empty", "Dead")  # a state after which a new one begins
-DECISIONS = ("PrepareCommit", "PrepareAbort")
+PREPARE_COMMIT, PREPARE_ABORT = "PrepareCommit", "PrepareAbort"  # a coordinator's decision
+DECISIONS = (PREPARE_COMMIT, PREPARE_ABORT)
 SESSION_START = "Empty"  # InitProducerId: a new producer session of the id, at a new epoch
 
 # The params of every log row the table reads (docs/history.md), parsed once.

@@ -5,8 +5,10 @@ A reviewer reads a verdict next to what the pipeline was doing: sends acknowledg
 and downstream reads per second show where a fault stalled it, and the lanes show which
 process did what when -- each instance incarnation's life and its transactions coloured by
 outcome, the seeder's and readers' activity (Jepsen's timeline.html, one lane per process).
-Everything is aggregated in Spark; what is collected is one row per second of the run and one
-row per lane and time bin (at most LANE_BINS bins, however long the run), never per event.
+Events are aggregated in Spark; what is collected is one row per second of the run and one
+row per lane and time bin (at most LANE_BINS bins, however long the run), never per event. The
+transactions' bars come from the transaction table the verdict collected (a row per
+transaction).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from eoschaos.checkers.census import Census
@@ -57,17 +59,27 @@ class Bins:
         elapsed = time - self.start
         return int(elapsed * self.per_second if self.per_second else elapsed // self.width)
 
+    def _fraction(self, elapsed: Any) -> Any:
+        """Bins since the start, unrounded: of a float, or of a Column."""
+        return elapsed * self.per_second if self.per_second else elapsed / self.width
+
     def column(self, time: Column) -> Column:
-        elapsed = time - self.start
-        raw = F.floor(elapsed * self.per_second if self.per_second else elapsed / self.width)
+        raw = F.floor(self._fraction(time - self.start))
         return F.least(F.greatest(raw, F.lit(0)), F.lit(self.last)).cast("int")
+
+    def bin(self, time: float) -> int:
+        """`column` of one time, on the driver."""
+        return min(max(math.floor(self._fraction(time - self.start)), 0), self.last)
 
     def seconds(self, index: int) -> float:
         return round(index * self.width, 3)
 
 
-def timeline(history: History, census: Census, txns: DataFrame | None = None) -> dict[str, Any]:
-    """`txns`: the transaction table (checkers.transactions), when the history has one."""
+def timeline(
+    history: History, census: Census, txns: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """`txns`: the transaction table (checkers.transactions, collected), when the history has
+    one."""
     start, end = census.start, census.end
     if start is None or end is None:
         return {"start": None, "end": None, "faults": [], "throughput": [], "lanes": []}
@@ -196,55 +208,44 @@ def _runs(bins: list[tuple[int, int]], gap: int) -> list[tuple[int, int, int]]:
     return runs
 
 
-def _transaction_bars(txns: DataFrame, bins: Bins) -> dict[str, list[list[Any]]]:
-    """Per instance lane, its transactions as bars [from, to, outcome, {outcome: transactions
-    begun in the bar}]: each transaction covers the bins from its first to its last event, a
-    bin shows the worst outcome among those covering it, and neighbouring bins of one outcome
-    join one bar -- a run of committed transactions is one green bar, an abort among them
-    stands out, and every transaction is counted once, under its own outcome."""
-    severity = (
-        F.when(F.col("committed_at").isNotNull(), 0)
-        .when(F.col("rejected") > 0, 3)
-        .when(F.col("aborted"), 2)
-        .otherwise(1)
-    )
-    first = bins.column(F.col("began"))
-    begins_here = F.col("bin") == F.col("first")
-    rows = (
-        txns.where(F.col("txn_seq").isNotNull())
-        .select(
-            "instance",
-            "incarnation",
-            severity.alias("severity"),
-            first.alias("first"),
-            F.explode(F.sequence(first, bins.column(F.col("ended")))).alias("bin"),
-        )
-        .groupBy("instance", "incarnation", "bin")
-        .agg(
-            F.max("severity").alias("severity"),
-            *[
-                F.count(F.when(begins_here & (F.col("severity") == level), 1)).alias(outcome)
-                for level, outcome in enumerate(OUTCOMES)
-            ],
-        )
-        .collect()
-    )
-    per_lane: dict[str, list[tuple[int, int, dict[str, int]]]] = {}
-    for row in rows:
-        lane = f"instance {row['instance']}.{row['incarnation']}"
-        begun = {outcome: row[outcome] for outcome in OUTCOMES if row[outcome]}
-        per_lane.setdefault(lane, []).append((row["bin"], row["severity"], begun))
+def _transaction_bars(txns: list[dict[str, Any]], bins: Bins) -> dict[str, list[list[Any]]]:
+    """Per instance lane, its transactions (the table, collected) as bars [from, to, outcome,
+    {outcome: transactions begun in the bar}]: each transaction covers the bins from its first
+    to its last event, a bin shows the worst outcome among those covering it, and
+    neighbouring bins of one outcome join one bar -- a run of committed transactions is one
+    green bar, an abort among them stands out, and every transaction is counted once, under
+    its own outcome."""
+    per_lane: dict[str, dict[int, list[Any]]] = {}  # lane -> bin -> [severity, {outcome: n}]
+    for txn in txns:
+        if txn["txn_seq"] is None:
+            continue
+        if txn["committed_at"] is not None:
+            level = 0
+        elif (txn["rejected"] or 0) > 0:
+            level = 3
+        else:
+            level = 2 if txn["aborted"] else 1
+        lane = per_lane.setdefault(f"instance {txn['instance']}.{txn['incarnation']}", {})
+        first = bins.bin(txn["began"])
+        for index in range(first, bins.bin(txn["ended"]) + 1):
+            touched = lane.setdefault(index, [level, {}])
+            touched[0] = max(touched[0], level)
+        begun = lane.setdefault(first, [level, {}])[1]
+        begun[OUTCOMES[level]] = begun.get(OUTCOMES[level], 0) + 1
     bars: dict[str, list[list[Any]]] = {}
     for lane, touched in per_lane.items():
         merged: list[list[Any]] = []
-        for index, level, begun in sorted(touched, key=lambda entry: entry[0]):
+        for index, (level, begun) in sorted(touched.items()):
             if merged and merged[-1][1] == index and merged[-1][2] == OUTCOMES[level]:
                 merged[-1][1] = index + 1
                 for outcome, count in begun.items():
                     merged[-1][3][outcome] = merged[-1][3].get(outcome, 0) + count
             else:
                 merged.append([index, index + 1, OUTCOMES[level], dict(begun)])
-        bars[lane] = [[bins.seconds(a), bins.seconds(b), o, n] for a, b, o, n in merged]
+        bars[lane] = [
+            [bins.seconds(a), bins.seconds(b), o, {k: n[k] for k in OUTCOMES if n.get(k)}]
+            for a, b, o, n in merged
+        ]
     return bars
 
 

@@ -154,7 +154,7 @@ def _judge(
             )
         )
     if Pass.STALE_COMMITS in passes:
-        parts.append(fencing.stale_commit_findings(history))
+        on_driver.append(lambda: tally_found(fencing.stale_commit_found(history), max_examples))
     log = history.kind(LOG_BATCH_KIND)
     # what the downstream readers read of the output: the lag, unseen input, uncommitted reads
     reads = downstream_reads(history, census, history.output_topic)
@@ -185,7 +185,7 @@ def _judge(
     )
     run_timeline, lag, unseen, (log_stats, log_tallies), whole_lineage, *tallied = concurrently(
         spark,
-        lambda: timeline(history, census, txns),
+        lambda: timeline(history, census, client_table),
         lambda: lag_figures(lags, census.start) if lags is not None else None,
         lambda: (
             unseen_over_time(history, reads, census.start) if census.start is not None else None
