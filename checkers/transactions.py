@@ -3,8 +3,9 @@
 A transaction is (instance, incarnation, txn_seq): txn_seq restarts with every incarnation and
 in eos mode the transactional.id is the same across incarnations, so neither txn_id nor txn_seq
 alone identifies one. The transaction table has one row per transaction (thousands, not
-millions) and is broadcast into the one pass over downstream reads that the aborted,
-uncommitted, fractured and zombie checks share.
+millions): it is broadcast into the one pass over downstream reads, whose result (a row per
+reader and transaction) the aborted, uncommitted, fractured and zombie checks share, and it is
+collected once for the statistics, the agreement and the timeline's bars.
 """
 
 from __future__ import annotations
