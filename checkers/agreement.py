@@ -25,7 +25,7 @@ from pyspark.sql import functions as F
 from eoschaos.checkers.findings import without_nulls
 from eoschaos.checkers.history_io import History
 from eoschaos.checkers.log_findings import BUCKET
-from eoschaos.checkers.log_transactions import COMMIT, COMMITTING
+from eoschaos.checkers.log_transactions import COMMITTED_FATES
 from eoschaos.checkers.transactions import TXN_KEY, outcome
 from eoschaos.contract.checks import (
     AGREEMENT_KINDS,
@@ -38,7 +38,6 @@ from eoschaos.contract.checks import (
 )
 from eoschaos.contract.history import FINAL_UNCOMMITTED, LOG_BATCH
 
-COMMITTED_FATES = (COMMIT, COMMITTING)
 # What a read's coordinator transaction is named by, in the pairs and the examples
 LOG_FIELDS = ("producer_id", "txn_id", "txn_seq", "fate", "records")
 _PLACED = "placed"  # not a disagreement: a client transaction whose records were compared

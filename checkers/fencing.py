@@ -46,26 +46,25 @@ def zombie_found(txn_reads: list[dict[str, Any]], txns: list[dict[str, Any]]) ->
     with the earliest commit of it and all higher generations (a running minimum from the
     top), so each transaction finds the earliest newer commit by one binary search."""
     in_output = [
-        (row, row["seen"])
+        row
         for row in txn_reads
         if row["process"] == FINAL_COMMITTED and row["generation"] is not None
     ]
-    owners = [(txn, None) for txn in txns if txn["generation"] is not None]
     commits: dict[int, list[tuple]] = {}  # partition -> (generation, (at, generation, partition))
-    for txn, _ in in_output + owners:
-        if txn["committed_at"] is not None:
+    for txn in in_output + txns:
+        if txn["committed_at"] is not None and txn["generation"] is not None:
             for partition in txn["partitions"] or []:
                 newer = (txn["committed_at"], txn["generation"], partition)
                 commits.setdefault(partition, []).append((txn["generation"], newer))
     earliest_from: dict[int, tuple[list[int], list[tuple]]] = {}
-    for partition, found in commits.items():
-        found.sort()
+    for partition, by_generation in commits.items():
+        by_generation.sort()
         running: list[tuple] = []
-        for _, newer in reversed(found):
+        for _, newer in reversed(by_generation):
             running.append(min(running[-1], newer) if running else newer)
-        earliest_from[partition] = ([generation for generation, _ in found], running[::-1])
-    zombies: dict[tuple, tuple[dict[str, Any], int | None, tuple]] = {}
-    for row, records in in_output:
+        earliest_from[partition] = ([g for g, _ in by_generation], running[::-1])
+    zombies: dict[tuple, tuple[dict[str, Any], tuple]] = {}
+    for row in in_output:
         for partition in row["partitions"] or []:
             generations, earliest = earliest_from.get(partition, ([], []))
             higher = bisect.bisect_right(generations, row["generation"])
@@ -73,8 +72,8 @@ def zombie_found(txn_reads: list[dict[str, Any]], txns: list[dict[str, Any]]) ->
                 continue
             newer = earliest[higher]
             key = tuple(row[name] for name in TXN_KEY)
-            if newer[0] < row["commit_invoked"] and (key not in zombies or newer < zombies[key][2]):
-                zombies[key] = (row, records, newer)
+            if newer[0] < row["commit_invoked"] and (key not in zombies or newer < zombies[key][1]):
+                zombies[key] = (row, newer)
     return [
         Found(
             ZOMBIE_WRITE.name,
@@ -82,13 +81,13 @@ def zombie_found(txn_reads: list[dict[str, Any]], txns: list[dict[str, Any]]) ->
             {name: row[name] for name in [*TXN_KEY, "txn_id", "generation"]}
             | {
                 "commit_invoked": row["commit_invoked"],
-                "records": records,
+                "records": row["seen"],
                 "src_partition": newer[2],
                 "newer_generation": newer[1],
                 "newer_committed": newer[0],
             },
         )
-        for row, records, newer in zombies.values()
+        for row, newer in zombies.values()
     ]
 
 

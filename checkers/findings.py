@@ -117,24 +117,20 @@ class Found:
 def tally_found(found: Iterable[Found], max_examples: int) -> dict[str, Tally]:
     """`tally` of anomalies found on the driver: the same counts, sub-counts and first
     examples, ranked as Spark ranks them (by order, nulls first, then the example's JSON)."""
-    by_check: dict[str, list[tuple[tuple[bool, float, str], Found]]] = {}
-    for anomaly in found:
-        example = without_nulls(anomaly.example)
-        key = (
-            anomaly.order is not None,
-            anomaly.order or 0.0,
-            json.dumps(example, separators=(",", ":")),
-        )
-        by_check.setdefault(anomaly.check, []).append((key, anomaly))
+    ranked: dict[str, list[tuple[tuple[bool, float, str], dict[str, Any]]]] = {}
     tallies: dict[str, Tally] = {}
-    for check, ranked in by_check.items():
-        entry = tallies[check] = Tally()
-        for _, anomaly in ranked:
-            entry.count += anomaly.weight
-            if anomaly.sub:
-                entry.counts[anomaly.sub] = entry.counts.get(anomaly.sub, 0) + anomaly.weight
-        ranked.sort(key=lambda pair: pair[0])
-        entry.examples = [without_nulls(a.example) for _, a in ranked[:max_examples]]
+    for anomaly in found:
+        entry = tallies.setdefault(anomaly.check, Tally())
+        entry.count += anomaly.weight
+        if anomaly.sub:
+            entry.counts[anomaly.sub] = entry.counts.get(anomaly.sub, 0) + anomaly.weight
+        example = without_nulls(anomaly.example)
+        text = json.dumps(example, separators=(",", ":"))
+        key = (anomaly.order is not None, anomaly.order or 0.0, text)
+        ranked.setdefault(anomaly.check, []).append((key, example))
+    for check, examples in ranked.items():
+        examples.sort(key=lambda pair: pair[0])
+        tallies[check].examples = [example for _, example in examples[:max_examples]]
     return tallies
 
 

@@ -218,16 +218,15 @@ def transaction_read_found(txn_reads: list[dict[str, Any]], drained: list[str]) 
             read = row["first_read"]
             example = {"reader": reader, **_read_example(read), **txn, "reads": row["seen"]}
             found.append(Found(ABORTED_READ.name, _read_rank(read), example, reader, row["seen"]))
-        elif row["before_commit"] > 0:
+        elif (early := row["before_commit"]) > 0:
             read = row["early_read"]
             example = {
                 "reader": reader,
                 **_read_example(read),
                 **txn,
                 "commit_invoked": row["commit_invoked"],
-                "reads": row["before_commit"],
+                "reads": early,
             }
-            early = row["before_commit"]
             found.append(Found(UNCOMMITTED_READ.name, _read_rank(read), example, reader, early))
         size, seq = row["txn_size"], row["txn_seq"]
         if reader in drained and not aborted and size is not None and row["seen"] < size:

@@ -48,6 +48,7 @@ from eoschaos.checkers.log_transactions import (
     ABORT,
     ABORTING,
     COMMIT,
+    COMMITTED_FATES,
     COMMITTING,
     OPEN,
 )
@@ -99,7 +100,7 @@ def _table_transaction(txn: dict[str, Any]) -> dict[str, Any]:
 
 
 def _committed(txn: dict[str, Any]) -> bool:
-    return txn["fate"] in (COMMIT, COMMITTING)
+    return txn["fate"] in COMMITTED_FATES
 
 
 def torn_found(txns: list[dict[str, Any]], output_is_copies: bool) -> list[Found]:
@@ -176,7 +177,8 @@ def unfinished_found(txns: list[dict[str, Any]]) -> list[Found]:
 def unmarked_found(pieces: list[dict[str, Any]]) -> list[Found]:
     """liveness.hanging-transaction, sub-count "partition": one anomaly per partition's output
     no marker closed (Kafka's hanging transaction, KIP-664), from the output's OPEN pieces
-    (`output_pieces`, collected: a producer's unmarked batches of a partition are one piece)."""
+    (of `output_pieces`, collected: a producer's unmarked batches of a partition are one
+    piece)."""
     return [
         Found(
             HANGING_TRANSACTION.name,
@@ -193,7 +195,6 @@ def unmarked_found(pieces: list[dict[str, Any]]) -> list[Found]:
             "partition",
         )
         for piece in pieces
-        if piece["fate"] == OPEN
     ]
 
 

@@ -54,6 +54,7 @@ TXN_KEY = ["producer_id", "txn_id", "txn_seq"]
 COMMIT, ABORT, OPEN = "COMMIT", "ABORT", "OPEN"
 # The coordinator's decided-but-not-completed fates: its markers may be missing somewhere.
 COMMITTING, ABORTING = "COMMITTING", "ABORTING"
+COMMITTED_FATES = (COMMIT, COMMITTING)  # the coordinator decided to commit it
 ENDS = ("CompleteCommit", "CompleteAbort", "Empty", "Dead")  # a state after which a new one begins
 PREPARE_COMMIT, PREPARE_ABORT = "PrepareCommit", "PrepareAbort"  # a coordinator's decision
 DECISIONS = (PREPARE_COMMIT, PREPARE_ABORT)

@@ -113,12 +113,16 @@ def wait_for_history(
     """
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        lines = path.read_text().splitlines(keepends=True) if path.exists() else []
-        events = [json.loads(line) for line in lines if line.endswith("\n")]
-        if predicate(events):
+        if predicate(written_events(path)):
             return
         time.sleep(0.2)
     raise AssertionError(f"{path.name}: the awaited events did not appear in {timeout}s")
+
+
+def written_events(path: Path) -> list[dict[str, Any]]:
+    """The whole lines a running writer has appended to one history file so far."""
+    lines = path.read_text().splitlines(keepends=True) if path.exists() else []
+    return [json.loads(line) for line in lines if line.endswith("\n")]
 
 
 def has_event(**match: Any) -> Callable[[list[dict[str, Any]]], bool]:
@@ -303,8 +307,7 @@ def test_alos_commits_acked_offsets_outside_transactions_and_duplicates_after_a_
         yet. Its history's produce records enqueuing, not delivery: a kill right after it
         can lose the records still in the client's buffer, and then nothing is done twice."""
         committed: dict[int, int] = {}
-        for line in processor.read_text().splitlines() if processor.exists() else []:
-            event = json.loads(line) if line.endswith("}") else {}
+        for event in written_events(processor):
             if event.get("f") == "commit-offsets" and event.get("type") == "ok":
                 committed |= {o["partition"]: o["offset"] for o in event["offsets"]}
         return any(
