@@ -36,6 +36,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import copier_image
 from commandline import run_eoschaos
 from listening import (
     descendants,
@@ -68,6 +69,8 @@ CRASH_RUN_ARGS = {
     "kip447": ["--workload", "kip447", "--faults", "crash", *SHORT],
     "streams": ["--workload", "streams", "--faults", "crash", *SHORT],
     "byo": [*BYO_KIP447, "--faults", "crash", *SHORT],
+    # the user's image: its instances are containers, the runtime's client their process
+    "byo-image": [*copier_image.RUN_ARGS, "--faults", "crash", *SHORT],
 }
 # Every workload, killed at a uniform moment over a whole run (start to report, seconds on
 # the 2-core machine): a kip447 run with a broker kill, the others under crashes.

@@ -159,11 +159,21 @@ def test_zero_brokers_is_a_usage_error(eoschaos):
         ([*BYO, "--input", "nowhere.py:f"], "--input 'nowhere.py:f': cannot load nowhere.py"),
         ([*BYO, "--input", f"{INPUT_FUNCTIONS}:raises"], "raised ValueError: no orders today"),
         ([*BYO, "--input", ORDERS], "--input-id-from key finds no id in the record of id 0"),
+        (["--pipeline-image", "eoschaos/kafka:x"], "--pipeline-image is for --workload byo"),
+        ([*BYO, "--pipeline-image", "localhost/eoschaos/none:0"], "has no such image"),
     ],
 )
 def test_bad_run_arguments_are_refused_before_anything_starts(tmp_path, eoschaos, args, phrase):
     out = tmp_path / "run"
     assert_clear_error(eoschaos("run", "--out", str(out), *args), phrase)
+    assert not out.exists()
+
+
+def test_a_pipeline_image_without_a_container_runtime_is_refused(tmp_path, eoschaos):
+    out = tmp_path / "run"
+    env = dict(without_tools(dict(os.environ)), DOCKER_HOST=f"unix://{tmp_path}/none.sock")
+    result = eoschaos("run", "--out", str(out), *BYO, "--pipeline-image", "any:1", env=env)
+    assert_clear_error(result, "no container runtime answers", "install podman")
     assert not out.exists()
 
 

@@ -19,6 +19,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import copier_image
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -379,6 +380,26 @@ def test_alos_pipeline_fails_with_duplicates_under_kill_and_crash_in_containers(
     assert verdict["verdict"] == "FAIL"
     assert duplicate["verdict"] == "FAIL" and duplicate["count"] > 0 and duplicate["examples"]
     assert verdict["cluster"]["backend"] == "containers"
+
+
+@pytest.mark.chaos  # nightly: CI runs the same image's instances on the process backend
+def test_a_pipeline_image_passes_under_crashes_in_containers(cluster, eoschaos_judge, tmp_path):
+    """Both backends serve a user's image alike: its containers reach the cluster through the
+    instances' lanes on the host, whichever backend the brokers run on."""
+    verdict = _verdict(
+        cluster,
+        eoschaos_judge,
+        tmp_path,
+        "crash",
+        **copier_image.OPTIONS,
+        partitions=3,
+        instances=3,
+        duration=20,
+        records=3000,
+    )
+    assert verdict["verdict"] == "PASS", tmp_path
+    assert verdict["cluster"]["backend"] == "containers"
+    assert {fault["f"] for fault in verdict["timeline"]["faults"]} == {"crash"}
 
 
 @pytest.mark.chaos  # nightly: a run on a cluster of its own; CI strands a commit on processes

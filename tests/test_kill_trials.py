@@ -16,6 +16,7 @@ import os
 import random
 from pathlib import Path
 
+import copier_image
 import pytest
 from kill_trials import (
     CRASH_RUN_ARGS,
@@ -26,6 +27,8 @@ from kill_trials import (
     random_trial,
     run_trial,
 )
+
+from eoschaos.clusters.container_runtime import NO_RUNTIME_FIX, detect_runtime
 
 CI_MATRIX = Path(__file__).resolve().parent.parent / "chaos" / "matrices" / "ci.toml"
 NIGHTLY_TRIALS = int(os.environ.get("EOSCHAOS_KILL_TRIALS", "50"))  # ~55 s each
@@ -67,6 +70,7 @@ def test_a_run_killed_during_a_phase_leaves_nothing_and_never_reads_as_pass(
         # a JVM, and a user's command below a shell: the two kinds eoschaos does not write
         pytest.param("streams", marks=pytest.mark.chaos),
         pytest.param("byo", marks=pytest.mark.chaos),
+        pytest.param("byo-image", marks=pytest.mark.chaos),  # a container per instance
     ],
 )
 def test_a_run_killed_right_after_a_crashed_instance_was_replaced_leaves_no_process(
@@ -75,7 +79,13 @@ def test_a_run_killed_right_after_a_crashed_instance_was_replaced_leaves_no_proc
     """The moment that left a processor running for minutes, parent PID 1, and a Streams JVM
     that joined the next run's cluster: the replacement started after a `crash` fault, by a
     harness then killed with SIGKILL. After `eoschaos cleanup RUN_DIR` no process names the
-    run dir in its command line or environment (read from the whole process table)."""
+    run dir in its command line or environment (read from the whole process table), and no
+    container carries its label."""
+    if workload == "byo-image":
+        runtime = detect_runtime()
+        if runtime is None:
+            pytest.skip(NO_RUNTIME_FIX)
+        copier_image.built(runtime)
     trial = run_trial(
         tmp_path / "run",
         INSTANCE_RESTART,

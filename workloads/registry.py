@@ -14,6 +14,7 @@ from eoschaos.clusters.kafka_dist import KafkaDistribution
 from eoschaos.contract.capabilities import Capabilities
 from eoschaos.contract.errors import EoschaosError
 from eoschaos.workloads import byo, copier
+from eoschaos.workloads.harness.containers import require_image
 from eoschaos.workloads.harness.pipeline import PipelineConfig, PipelineWorkload
 from eoschaos.workloads.kip447.config import MODES as KIP447_MODES
 from eoschaos.workloads.kip447.workload import Kip447Workload
@@ -87,13 +88,15 @@ def check_options(config: PipelineConfig) -> None:
         raise EoschaosError(
             f"unknown mode {mode!r} for {name}; choose from {', '.join(kind.modes)}"
         )
-    if name == "byo" and not (command or "").strip():
+    if name == "byo" and not (command or "").strip() and not config.pipeline_image:
         raise EoschaosError(
             "--workload byo needs --command 'CMD' (the line that starts one instance; "
-            "see docs/byo.md)"
+            "see docs/byo.md) or --pipeline-image IMAGE"
         )
     if name != "byo" and command:
         raise EoschaosError(f"--command is for --workload byo, not {name}")
+    if name != "byo" and config.pipeline_image:
+        raise EoschaosError(f"--pipeline-image is for --workload byo, not {name}")
     if name != "streams" and config.client_version:
         raise EoschaosError(
             f"--client-version is for --workload streams (the Kafka client its app is built "
@@ -143,6 +146,14 @@ def build_workload(
         pipeline = streams.StreamsPipeline(app, config.output_topic)
     elif config.workload == "spark":
         pipeline = spark.SparkPipeline(config.mode, config.transactional_id_prefix)
+    elif config.workload == "byo" and config.pipeline_image:
+        pipeline = byo.ImagePipeline(
+            require_image(config.pipeline_image),
+            config.pipeline_image,
+            config.command or "",
+            config.transactional_id_prefix,
+            config.extra_env,
+        )
     elif config.workload == "byo":
         pipeline = byo.CommandPipeline(config.command or "", config.transactional_id_prefix)
     else:

@@ -85,6 +85,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="--workload byo: the shell command that starts one instance (docs/byo.md)",
     )
     run.add_argument(
+        "--pipeline-image",
+        help="--workload byo: run each instance as a container of this image (podman or "
+        "Docker), --command its arguments (docs/byo.md)",
+    )
+    run.add_argument(
         "--id-from",
         help="where an output record names its source id: key (default), header:NAME, json:PATH",
     )

@@ -30,6 +30,7 @@ from eoschaos.contract.capabilities import Capabilities
 from eoschaos.contract.errors import EoschaosError
 from eoschaos.contract.rundir import SCHEDULE_FILE
 from eoschaos.workloads import registry
+from eoschaos.workloads.harness.containers import require_image
 from eoschaos.workloads.harness.expected import load_expect
 from eoschaos.workloads.harness.input_records import check_input, load_input
 from eoschaos.workloads.harness.pipeline import PipelineConfig
@@ -43,6 +44,7 @@ PIPELINE_OPTIONS = (
     "workload",
     "mode",
     "command",
+    "pipeline_image",
     "id_from",
     "expect",
     "input",
@@ -165,7 +167,8 @@ class RunConfig:
             pipeline.pop(internal)
         if self.workload == "streams":  # the client its app was built against, always named
             pipeline["client_version"] = self.pipeline.client_version or self.kafka_version
-        for optional in ("input", "input_id_from"):  # only where the user gave the input
+        # only where the user gave them
+        for optional in ("input", "input_id_from", "pipeline_image"):
             if not pipeline[optional]:
                 pipeline.pop(optional)
         run = asdict(self)
@@ -218,6 +221,8 @@ class RunConfig:
                 raise EoschaosError(str(exc)) from exc
             record_of = load_input(pipeline.input, pipeline.seed)
             check_input(pipeline.input, record_of, ids, pipeline.records)
+        if pipeline.pipeline_image:
+            require_image(pipeline.pipeline_image)  # the runtime and the image, now
         kafka_dist.parse_version(self.kafka_version)
         if pipeline.client_version and not re.fullmatch(r"\d+\.\d+\.\d+", pipeline.client_version):
             raise EoschaosError(
@@ -265,6 +270,8 @@ class RunConfig:
             if self.intensity != "normal":
                 line += ["--intensity", self.intensity]
         line += ["--duration", f"{self.duration:g}", "--seed", str(pipeline.seed)]
+        if pipeline.pipeline_image:
+            line += ["--pipeline-image", pipeline.pipeline_image]
         if pipeline.command is not None:
             line += ["--command", pipeline.command]
         if pipeline.id_from != "key":

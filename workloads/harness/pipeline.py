@@ -87,6 +87,9 @@ class PipelineConfig:
     # set, the output holds results of an aggregation, not copies of input records
     expect: str = ""
     command: str | None = None  # byo: the shell line that starts one instance
+    # byo: the image each instance runs as a container (`command` its arguments), if not a
+    # command on this machine
+    pipeline_image: str = ""
     # streams: the Kafka client version the app is built against (empty: the cluster's). A
     # 3.x client on a 4.x cluster keeps the transaction protocol of version 1 (KIP-890).
     client_version: str = ""

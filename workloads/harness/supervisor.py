@@ -8,7 +8,8 @@ exits 0 (a batch tool such as Kafka's copier, done with what it saw at launch) i
 after RESTART_AFTER_CLEAN_EXIT_S, so a finished batch does not spin the machine.
 
 What an instance runs is the workload's business: `launch(instance, incarnation, txn_id)` gives
-the command line and environment of one process.
+the command line and environment of one process, and, for an instance that is not that process
+itself (a container the process is the runtime's client of), how to signal it.
 
 A *twin* (the nemesis' `twin` fault) is an extra, unsupervised process running an instance's
 current transactional.id as incarnation TWIN_INCARNATION + n, so its transactions have their
@@ -25,6 +26,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from eoschaos.clusters import processes
 from eoschaos.clusters.registry import register_run_dir, unregister_run_dir
@@ -35,6 +37,16 @@ RESTART_AFTER_CLEAN_EXIT_S = 1.0
 TWIN_INCARNATION = 1000
 TWIN_STOP_TIMEOUT_S = 10.0
 STRAY_GRACE_S = 5.0  # for what an instance started to end after it
+# A pause due while its instance is between incarnations (a batch tool's clean exit, a crash's
+# replacement) or not yet running (a container being created) waits this long for it.
+PAUSE_WAIT_S = 10.0
+
+
+class Signaller(Protocol):
+    """Signals an instance the supervised process only stands for (a container)."""
+
+    def send(self, sig: signal.Signals) -> bool:
+        """Deliver `sig` (SIGKILL, SIGTERM, SIGSTOP or SIGCONT); False if nothing ran."""
 
 
 @dataclass(frozen=True)
@@ -43,6 +55,8 @@ class Launch:
 
     argv: list[str]
     env: dict[str, str]
+    # None: the process is the instance, and its process group is signalled
+    signaller: Signaller | None = None
 
 
 Launcher = Callable[[int, int, str | None], Launch]  # (instance, incarnation, txn_id) -> Launch
@@ -64,7 +78,13 @@ class _Running:
     popen: subprocess.Popen[bytes]
     managed: processes.ManagedProcess
     name: str
+    signaller: Signaller | None = None
     exit_recorded: bool = False
+
+    def send(self, sig: signal.Signals) -> bool:
+        if self.signaller is not None:
+            return self.popen.poll() is None and self.signaller.send(sig)
+        return processes.signal_group(self.managed, sig)
 
 
 @dataclass(frozen=True)
@@ -133,7 +153,7 @@ class Supervisor:
         self._signal(instance, signal.SIGKILL)
 
     def pause_instance(self, instance: int) -> None:
-        self._signal(instance, signal.SIGSTOP)
+        self._signal(instance, signal.SIGSTOP, wait=PAUSE_WAIT_S)
 
     def resume_instance(self, instance: int) -> None:
         self._signal(instance, signal.SIGCONT)
@@ -153,9 +173,10 @@ class Supervisor:
             twin = self._twins.get(name)
         if twin is None:
             return
-        processes.signal_group(twin.managed, signal.SIGTERM)
-        processes.signal_group(twin.managed, signal.SIGCONT)
+        twin.send(signal.SIGTERM)
+        twin.send(signal.SIGCONT)
         if not processes.wait_dead(twin.managed, TWIN_STOP_TIMEOUT_S, twin.popen):
+            twin.send(signal.SIGKILL)
             processes.kill(twin.managed, twin.popen)
 
     def stop(self, timeout: float) -> None:
@@ -167,8 +188,8 @@ class Supervisor:
         with self._lock:
             running = list(self._running.values()) + list(self._twins.values())
         for proc in running:
-            processes.signal_group(proc.managed, signal.SIGTERM)
-            processes.signal_group(proc.managed, signal.SIGCONT)  # a paused one must hear it
+            proc.send(signal.SIGTERM)
+            proc.send(signal.SIGCONT)  # a paused one must hear it
         deadline = time.monotonic() + timeout
         for proc in running:
             if not processes.wait_dead(
@@ -179,6 +200,7 @@ class Supervisor:
                         f"{proc.name} still running {timeout:.0f}s after SIGTERM; killing it",
                         file=sys.stderr,
                     )
+                proc.send(signal.SIGKILL)
                 processes.kill(proc.managed, proc.popen)
         self._reap()
         # what the instances started and left behind (a user's command's children; a Spark
@@ -192,11 +214,18 @@ class Supervisor:
         self._spawner.close()
         self._history.close()
 
-    def _signal(self, instance: int, sig: signal.Signals) -> None:
-        with self._lock:
-            running = self._running.get(instance)
-        if running is None or not processes.signal_group(running.managed, sig):
-            raise ProcessLookupError(f"instance {instance} is not running")
+    def _signal(self, instance: int, sig: signal.Signals, wait: float = 0.0) -> None:
+        """Deliver `sig` to the instance's current incarnation, trying again for `wait`
+        seconds while there is none that takes it."""
+        deadline = time.monotonic() + wait
+        while True:
+            with self._lock:
+                running = self._running.get(instance)
+            if running is not None and running.send(sig):
+                return
+            if time.monotonic() >= deadline:
+                raise ProcessLookupError(f"instance {instance} is not running")
+            time.sleep(WATCH_INTERVAL_S)
 
     def log_of(self, instance: int, incarnation: int) -> Path:
         return self._workload_dir / f"{instance_name(instance, incarnation)}.log"
@@ -215,9 +244,9 @@ class Supervisor:
         with self._lock:
             self._started_at[name] = time.monotonic()
             if twin:
-                self._twins[name] = _Running(info, popen, managed, name)
+                self._twins[name] = _Running(info, popen, managed, name, launch.signaller)
             else:
-                self._running[instance] = _Running(info, popen, managed, name)
+                self._running[instance] = _Running(info, popen, managed, name, launch.signaller)
             if txn_id and txn_id not in self._txn_ids:
                 self._txn_ids.append(txn_id)
         self._history.record(
