@@ -2,8 +2,9 @@
 transactional copier run from the Kafka image `eoschaos images build` makes, one container per
 instance (tests/copier_image.py). With a stable transactional.id per instance it PASSes every
 check a black box gets under crash, zombie and twin, each delivered through the container
-runtime, and leaves no container behind. (What the checks FAIL on is shown by the scenarios;
-this shows the image's instances are driven and judged as a process's are.)
+runtime, and leaves no container behind. Given a fresh consumer group at every start (the
+committed offsets of the last are never read), every restart copies its partition again from
+the start: delivery.duplicate FAILs (nightly).
 """
 
 from __future__ import annotations
@@ -96,3 +97,23 @@ def test_no_container_of_the_run_is_left_after_it(verdict, runtime):
     workload_dir = (Path(verdict["run_dir"]) / "workload").resolve()
     label = f"label={RUN_LABEL}={workload_dir}"
     assert runtime.run("ps", "-a", "--filter", label, "-q").stdout.split() == []
+
+
+@pytest.mark.chaos
+def test_a_pipeline_image_that_loses_its_committed_offsets_at_each_start_duplicates(
+    eoschaos_run, runtime
+):
+    copier_image.built(runtime)
+    own_group = "--consumer-group $EOSCHAOS_GROUP_ID"
+    fresh_group = "--consumer-group ${EOSCHAOS_GROUP_ID}-$EOSCHAOS_INCARNATION"
+    verdict = eoschaos_run(
+        **{**copier_image.OPTIONS, "command": copier_image.COMMAND.replace(own_group, fresh_group)},
+        duration=15,
+        records=1500,
+        partitions=3,
+        instances=3,
+        seed=1,
+    )
+    duplicate = verdict["checks"]["delivery.duplicate"]
+    assert duplicate["verdict"] == "FAIL", verdict["report"]
+    assert duplicate["count"] > 0 and duplicate["examples"]
