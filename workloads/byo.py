@@ -73,7 +73,7 @@ class ImagePipeline(CommandPipeline):
         self._extra_env = extra_env
 
     def launch(self, instance: int, incarnation: int, env: dict[str, str]) -> Launch:
-        workload_dir = Path(env[instance_env.LOG_DIR])
+        workload_dir = Path(env[instance_env.LOG_DIR])  # the contract's log dir is the run's
         name = container_name(workload_dir, instance_name(instance, incarnation))
         return container_launch(
             self._runtime, self._image, self.command, name, workload_dir, env, self._extra_env
