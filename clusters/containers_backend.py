@@ -76,7 +76,8 @@ def default_image(version: str, runtime: Runtime) -> str:
     return f"{PUBLIC_IMAGE}:{version}"
 
 
-def _run_digest(run_dir: Path) -> str:
+def run_digest(run_dir: Path) -> str:
+    """What names a run's containers and network apart from any other run's."""
     return hashlib.sha1(str(run_dir).encode()).hexdigest()[:10]
 
 
@@ -104,7 +105,7 @@ class ContainerCluster(ClusterBase):
         self.requested_subnet = subnet
         self.runtime = runtime
         self.subnet: ipaddress.IPv4Network | None = None
-        self.network_name = f"eoschaos-{_run_digest(self.run_dir)}"
+        self.network_name = f"eoschaos-{run_digest(self.run_dir)}"
         self._containers: dict[int, Container] = {}
 
     # ----------------------------------------------------------------- addresses

@@ -14,7 +14,6 @@ from eoschaos.clusters.kafka_dist import KafkaDistribution
 from eoschaos.contract.capabilities import Capabilities
 from eoschaos.contract.errors import EoschaosError
 from eoschaos.workloads import byo, copier
-from eoschaos.workloads.harness.containers import require_image
 from eoschaos.workloads.harness.pipeline import PipelineConfig, PipelineWorkload
 from eoschaos.workloads.kip447.config import MODES as KIP447_MODES
 from eoschaos.workloads.kip447.workload import Kip447Workload
@@ -147,8 +146,11 @@ def build_workload(
     elif config.workload == "spark":
         pipeline = spark.SparkPipeline(config.mode, config.transactional_id_prefix)
     elif config.workload == "byo" and config.pipeline_image:
+        # the image itself was found when the run's options were checked (RunConfig.validate)
+        from eoschaos.clusters.container_runtime import require_runtime
+
         pipeline = byo.ImagePipeline(
-            require_image(config.pipeline_image),
+            require_runtime(),
             config.pipeline_image,
             config.command or "",
             config.transactional_id_prefix,

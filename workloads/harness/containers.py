@@ -18,7 +18,6 @@ strays of the workload dir on the host, stopped with the run).
 
 from __future__ import annotations
 
-import hashlib
 import shlex
 import signal
 from dataclasses import dataclass
@@ -120,7 +119,8 @@ def container_launch(
 
 
 def container_name(workload_dir: Path, process: str) -> str:
-    """A container name no other run's instance has: a digest of the workload dir, then the
-    instance's process name (processor-<instance>.<incarnation>)."""
-    digest = hashlib.sha1(str(workload_dir.resolve()).encode()).hexdigest()[:10]
-    return f"eoschaos-{digest}-{process}"
+    """A container name no other run's instance has: the run's digest, as its cluster's
+    containers have, then the instance's process name (processor-<instance>.<incarnation>)."""
+    from eoschaos.clusters.containers_backend import run_digest
+
+    return f"eoschaos-{run_digest(workload_dir)}-{process}"
