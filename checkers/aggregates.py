@@ -44,7 +44,7 @@ def aggregate_tallies(history: History, census: Census, max_examples: int) -> di
     expected = {
         str(row["key"]): {name: row[name] for name in FIELDS}
         for row in history.kind("read")
-        .filter((F.col("process") == FINAL_COMMITTED) & (F.col("topic") == history.input_topic))
+        .filter((F.col("process") == FINAL_COMMITTED) & F.col("topic").isin(*history.topics.inputs))
         .groupBy((F.col("id") % bucket_count).alias("key"))
         .agg(
             F.count("id").alias("count"),

@@ -57,7 +57,7 @@ def history_agreement(
     both sides' transactions counted by transactional id (`outcome_counts`, `fate_counts`)."""
     reads = history.kind("read").filter(
         (F.col("process") == FINAL_UNCOMMITTED)
-        & (F.col("topic") == history.output_topic)
+        & F.col("topic").isin(*history.topics.written)
         & F.col("txn_seq").isNotNull()
     )
     batches = log_rows.filter((F.col("f") == LOG_BATCH) & ~F.col("control"))

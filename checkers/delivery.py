@@ -3,43 +3,116 @@
 One pass: sends, the final committed input scan and the final committed output scan are
 unioned and grouped by record id, and every delivery check is a condition on that one row per
 id. A record's place (partition, offset) travels as one long so min/max can tell one copy from
-two without collecting lists.
+two without collecting lists. Where a run names several input or output topics (byo), the
+place holds the topic's index among its role's too, and the output side is every output and
+dead-letter topic: an id is delivered once across all of them.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from eoschaos.checkers.findings import explode_findings, finding
+from eoschaos.checkers.findings import Candidate, explode_findings, finding
 from eoschaos.checkers.history_io import History
 from eoschaos.contract.checks import DUPLICATE, DUPLICATE_INPUT, LOST, PHANTOM, UNSEEN
 from eoschaos.contract.history import FINAL_COMMITTED
 
-OFFSET_BITS = 40  # place = partition << 40 | offset: offsets below 2^40, partitions below 2^23
+# place = (topic index << 16 | partition) << 40 | offset: offsets below 2^40, partitions below
+# 2^16, topic indexes (within a role) below 2^7 (MAX_TOPICS_PER_ROLE); the first topic's index
+# is 0, so a one-topic run's places are partition << 40 | offset
+OFFSET_BITS = 40
+PARTITION_BITS = 16
 
 
 def place(partition: str = "partition", offset: str = "offset") -> Column:
     return F.shiftleft(F.col(partition).cast("long"), OFFSET_BITS) + F.col(offset)
 
 
+def topic_place(topics: tuple[str, ...]) -> Column:
+    """A read's place among the places of `topics` (its role's): place() where there is one."""
+    return _topic_place(_topic_index(topics))
+
+
+def _topic_place(topic_index: Column | None) -> Column:
+    """place() with the topic's index among its role's topics in the high bits (None: the
+    role has one topic, index 0)."""
+    if topic_index is None:
+        return place()
+    return F.shiftleft(topic_index.cast("long"), OFFSET_BITS + PARTITION_BITS) + place()
+
+
+def _topic_index(topics: tuple[str, ...]) -> Column | None:
+    """The row's topic's index in `topics` (0 for any other: rows of other topics are
+    dropped before their place matters); None where there is one topic."""
+    if len(topics) == 1:
+        return None
+    index = F.lit(0)
+    for number, topic in enumerate(topics[1:], start=1):
+        index = F.when(F.col("topic") == topic, number).otherwise(index)
+    return index
+
+
+def _either(condition: Column, then: Column | None, otherwise: Column | None) -> Column | None:
+    if then is None and otherwise is None:
+        return None
+    return F.when(condition, then if then is not None else 0).otherwise(
+        otherwise if otherwise is not None else 0
+    )
+
+
 def _partition_of(place_column: str) -> Column:
-    return F.shiftright(F.col(place_column), OFFSET_BITS).cast("int")
+    return (
+        F.shiftright(F.col(place_column), OFFSET_BITS)
+        .bitwiseAND((1 << PARTITION_BITS) - 1)
+        .cast("int")
+    )
 
 
 def _offset_of(place_column: str) -> Column:
     return F.col(place_column).bitwiseAND((1 << OFFSET_BITS) - 1)
 
 
-def _at(place_column: str) -> Column:
-    return F.struct(
-        _partition_of(place_column).alias("partition"), _offset_of(place_column).alias("offset")
-    )
+def _topic_of(place_column: str, topics: tuple[str, ...]) -> Column:
+    index = F.shiftright(F.col(place_column), OFFSET_BITS + PARTITION_BITS)
+    name = F.lit(topics[0])
+    for number, topic in enumerate(topics[1:], start=1):
+        name = F.when(index == number, topic).otherwise(name)
+    return name
+
+
+def _at(place_column: str, topics: tuple[str, ...]) -> Column:
+    """An example's place as one struct (a duplicate's first and last copy)."""
+    return F.struct(*[value.alias(key) for key, value in _placed_on(place_column, topics).items()])
+
+
+def _placed_on(place_column: str, topics: tuple[str, ...]) -> dict[str, Column]:
+    """An example's partition and offset fields (and topic, where its role has several)."""
+    fields = {"partition": _partition_of(place_column), "offset": _offset_of(place_column)}
+    if len(topics) > 1:
+        fields["topic"] = _topic_of(place_column, topics)
+    return fields
 
 
 # Where a row of the delivery pass comes from: every row is (id, source, place, kept), so the
 # shuffle carries four narrow columns instead of one mostly-null column per source's field.
-SENT, ACKED, INPUT, OUTPUT = 0, 1, 2, 3
+# A declared fan-out topic is a source of its own: FAN_OUT + its index.
+SENT, ACKED, INPUT, OUTPUT, FAN_OUT = 0, 1, 2, 3, 4
+
+
+@dataclass(frozen=True)
+class _Written:
+    """Topics an id must be in exactly once, together: the outputs with the dead-letter
+    topics, or one fan-out topic."""
+
+    source: int
+    topics: tuple[str, ...]
+    prefix: str  # of its columns in the per-id row
+
+    def column(self, name: str) -> str:
+        return f"{self.prefix}_{name}"
 
 
 def delivery_findings(
@@ -48,30 +121,51 @@ def delivery_findings(
     """Anomaly rows of the delivery checks. `committed`: the group's final committed offset
     of each input partition (liveness.committed_offsets), which parts a record never
     delivered into lost (the pipeline moved past it) and unseen (it never got there); None
-    where the group's offsets are not known, and every such record is lost."""
+    where the group's offsets are not known, and every such record is lost. A declared
+    fan-out topic is judged on its own: each id once in it (lost, duplicate and phantom, each
+    example naming the topic)."""
+    topics = history.topics
+    inputs, outputs = topics.inputs, topics.delivered_to
+    delivered = _Written(OUTPUT, outputs, "out")
+    fan_outs = [
+        _Written(FAN_OUT + index, (topic,), f"fan{index}")
+        for index, topic in enumerate(topics.fan_outs)
+    ]
     acked = F.col("type") == "ok"
     sends = history.kind("send").select(
         "id",
         F.when(acked, ACKED).otherwise(SENT).cast("byte").alias("source"),
-        F.when(acked, place()).alias("place"),
+        F.when(acked, topic_place(inputs)).alias("place"),
         F.lit(False).alias("kept"),
     )
     final_scan = history.kind("read").filter(F.col("process") == FINAL_COMMITTED)
+    on_input = F.col("topic").isin(*inputs)
+    source = F.when(on_input, INPUT).when(F.col("topic").isin(*outputs), OUTPUT)
+    for fan_out in fan_outs:
+        source = source.when(F.col("topic") == fan_out.topics[0], fan_out.source)
     # `kept`: the reader kept this copy as it was (a repeat of an id: a duplicate's copy)
     scanned = final_scan.select(
         "id",
-        F.when(F.col("topic") == history.input_topic, INPUT)
-        .when(F.col("topic") == history.output_topic, OUTPUT)
-        .cast("byte")
-        .alias("source"),
-        place().alias("place"),
+        source.cast("byte").alias("source"),
+        _topic_place(_either(on_input, _topic_index(inputs), _topic_index(outputs))).alias("place"),
         F.col("params").isNotNull().alias("kept"),
     ).filter(F.col("source").isNotNull())
 
     def of(source: int, value: Column | str) -> Column:
         return F.when(F.col("source") == source, value)
 
-    in_place, out_place = of(INPUT, F.col("place")), of(OUTPUT, F.col("place"))
+    def copies(side: _Written) -> list[Column]:
+        placed = of(side.source, F.col("place"))
+        return [
+            F.count(placed).alias(side.column("n")),
+            F.min(placed).alias(side.column("first")),
+            F.max(placed).alias(side.column("last")),
+        ]
+
+    def kept(side: _Written) -> Column:
+        return F.max(of(side.source, F.col("kept").cast("int"))).alias(side.column("kept"))
+
+    in_place = of(INPUT, F.col("place"))
     per_id = (
         sends.unionByName(scanned)
         # Sorted by id, the grouping streams (a sort aggregate, kept by the order-sensitive
@@ -86,11 +180,10 @@ def delivery_findings(
             F.count(in_place).alias("in_n"),
             F.min(in_place).alias("in_first"),
             F.max(in_place).alias("in_last"),
-            F.count(out_place).alias("out_n"),
-            F.min(out_place).alias("out_first"),
-            F.max(out_place).alias("out_last"),
+            *copies(delivered),
             F.max(of(INPUT, F.col("kept").cast("int"))).alias("in_kept"),
-            F.max(of(OUTPUT, F.col("kept").cast("int"))).alias("out_kept"),
+            kept(delivered),
+            *[column for fan_out in fan_outs for column in (*copies(fan_out), kept(fan_out))],
         )
         .withColumn("exists", (F.col("acked") == 1) | (F.col("in_n") > 0))
     )
@@ -100,6 +193,39 @@ def delivery_findings(
         """Examples whose copy the reader kept as it was come first, so the report can show
         the record itself (readers keep a bounded number of copies)."""
         return identity + F.when(F.col(kept) == 1, 0.0).otherwise(1e15)
+
+    def named(side: _Written) -> dict[str, Column]:
+        """A fan-out topic's examples name it (the outputs' name theirs where they are
+        several)."""
+        return {"topic": F.lit(side.topics[0])} if side in fan_outs else {}
+
+    def written_twice_or_invented(side: _Written) -> list[Candidate]:
+        count = F.col(side.column("n"))
+        return [
+            finding(
+                # Each input copy of an id is a record of its own: a duplicate is an output
+                # copy beyond them (an input duplicate is the producer's fault, reported
+                # below). Output records naming no id at all are one phantom row, not copies
+                # of a record.
+                (count > F.greatest(F.col("in_n"), F.lit(1))) & F.col("id").isNotNull(),
+                DUPLICATE.name,
+                kept_first(side.column("kept")),
+                id=F.col("id"),
+                **named(side),
+                copies=count,
+                first=_at(side.column("first"), side.topics),
+                last=_at(side.column("last"), side.topics),
+            ),
+            finding(
+                (count > 0) & F.col("sent").isNull() & (F.col("in_n") == 0),
+                PHANTOM.name,
+                identity,
+                id=F.col("id"),
+                **_placed_on(side.column("first"), side.topics),
+                **named(side),
+                copies=count,
+            ),
+        ]
 
     input_place = F.coalesce("in_first", "ack_place")
     undelivered = F.col("exists") & (F.col("out_n") == 0)
@@ -117,8 +243,7 @@ def delivery_findings(
             LOST.name,
             identity,
             id=F.col("id"),
-            partition=_partition_of("input_place"),
-            offset=_offset_of("input_place"),
+            **_placed_on("input_place", inputs),
             acked=F.col("acked") == 1,
         ),
         finding(
@@ -126,41 +251,36 @@ def delivery_findings(
             UNSEEN.name,
             identity,
             id=F.col("id"),
-            partition=_partition_of("input_place"),
-            offset=_offset_of("input_place"),
+            **_placed_on("input_place", inputs),
             group_offset=group_offset,
             acked=F.col("acked") == 1,
         ),
-        finding(
-            # Each input copy of an id is a record of its own: a duplicate is an output copy
-            # beyond them (an input duplicate is the producer's fault, reported below).
-            # Output records naming no id at all are one phantom row, not copies of a record.
-            (F.col("out_n") > F.greatest(F.col("in_n"), F.lit(1))) & F.col("id").isNotNull(),
-            DUPLICATE.name,
-            kept_first("out_kept"),
-            id=F.col("id"),
-            copies=F.col("out_n"),
-            first=_at("out_first"),
-            last=_at("out_last"),
-        ),
-        finding(
-            (F.col("out_n") > 0) & F.col("sent").isNull() & (F.col("in_n") == 0),
-            PHANTOM.name,
-            identity,
-            id=F.col("id"),
-            partition=_partition_of("out_first"),
-            offset=_offset_of("out_first"),
-            copies=F.col("out_n"),
-        ),
+        *written_twice_or_invented(delivered),
         finding(
             F.col("in_first") != F.col("in_last"),
             DUPLICATE_INPUT.name,
             kept_first("in_kept"),
             id=F.col("id"),
             copies=F.col("in_n"),
-            first=_at("in_first"),
-            last=_at("in_last"),
+            first=_at("in_first", inputs),
+            last=_at("in_last", inputs),
         ),
+        *[
+            candidate
+            for fan_out in fan_outs
+            for candidate in (
+                finding(
+                    F.col("exists") & (F.col(fan_out.column("n")) == 0),
+                    LOST.name,
+                    identity,
+                    id=F.col("id"),
+                    **_placed_on("input_place", inputs),
+                    acked=F.col("acked") == 1,
+                    missing_from=F.lit(fan_out.topics[0]),
+                ),
+                *written_twice_or_invented(fan_out),
+            )
+        ],
     )
 
 

@@ -5,9 +5,10 @@ LOG_BATCHES: producer id, epoch, base sequence, transactional and control flags,
 aborted transactions of each segment's index). Here each reported example's records are
 placed in their batches -- one small Spark job, only when a check failed -- and where the
 headers show a known pattern it is stated in words: two producers wrote the copies, one
-producer's epoch was bumped between them, a record was sent again under a new sequence, or
-its transaction was aborted. A history without batch headers (an older run, a container run
-whose logs could not be read) says so instead; the checker never reads a broker's log itself.
+producer's epoch was bumped between them, one producer wrote it to two topics, a record was
+sent again under a new sequence, or its transaction was aborted. A history without batch
+headers (an older run, a container run whose logs could not be read) says so instead; the
+checker never reads a broker's log itself.
 """
 
 from __future__ import annotations
@@ -58,8 +59,10 @@ def example_places(
             spots = [example] + [example.get(key) for key in ("first", "last")]
             for spot in spots:
                 if isinstance(spot, dict) and _is_place(spot):
+                    # an example on one of several topics of its role names it
+                    where = spot.get("topic") or example.get("topic") or topic
                     place = Place(
-                        name, index, example.get("id"), topic, spot["partition"], spot["offset"]
+                        name, index, example.get("id"), where, spot["partition"], spot["offset"]
                     )
                     places.append(place)
     return places[:MAX_PLACES]
@@ -182,6 +185,13 @@ def pattern(check: str, places: list[dict[str, Any]]) -> str | None:
             f"one producer ({producers[0]}) appended both copies, under epochs "
             f"{_listed(epochs)}: its epoch was bumped while a batch holding the "
             "record was possibly written, and the record was appended again after the bump"
+        )
+    topics = sorted({p["topic"] for p in places if p["batch"]})
+    if len(topics) > 1:
+        return (
+            f"one producer ({producers[0]}, epoch {epochs[0]}) appended the copies to "
+            f"{', '.join(topics)}: the pipeline wrote the record to each of them from one "
+            "processing of it (routed it twice, e.g. to a dead-letter topic and on)"
         )
     sequences = sorted({b["base_sequence"] for b in batches})
     if len(sequences) > 1:

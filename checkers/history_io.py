@@ -26,6 +26,7 @@ from pyspark.sql.types import StructType
 from eoschaos.contract.errors import EoschaosError
 from eoschaos.contract.history import ADDED_FIELDS, SCHEMA_DDL
 from eoschaos.contract.rundir import HISTORY_DIR, PARQUET_DIR, SCHEMA_VERSION, read_manifest
+from eoschaos.contract.topics import RunTopics
 
 CORRUPT = "_corrupt_record"
 DAMAGE_NOTE = "_damage.json"  # inside history.parquet: what compaction skipped
@@ -61,13 +62,20 @@ class History:
         """Events of one kind; on Parquet this reads only that kind's directory."""
         return self.events.filter(F.col("kind") == kind)
 
+    @functools.cached_property
+    def topics(self) -> RunTopics:
+        """The run's topics by role (one input and one output, unless byo named more)."""
+        return RunTopics.of_manifest(self.manifest)
+
     @property
     def input_topic(self) -> str:
-        return self.manifest.get("input_topic") or "input-topic"
+        """The first input topic: the only one, unless byo named more."""
+        return self.topics.inputs[0]
 
     @property
     def output_topic(self) -> str:
-        return self.manifest.get("output_topic") or "output-topic"
+        """The first output topic: the only one, unless byo named more."""
+        return self.topics.outputs[0]
 
     @property
     def mode(self) -> str | None:

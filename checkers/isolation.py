@@ -32,7 +32,9 @@ from eoschaos.contract.checks import (
 )
 from eoschaos.contract.history import FINAL_COMMITTED, FINAL_SCANS
 
-TOPIC_SHIFT = 62  # place = topic code << 62 | partition << PARTITION_SHIFT | offset
+# place = topic code << 56 | partition << PARTITION_SHIFT | offset: a topic's code is its index
+# in the run's topics (History.topics.all: input 0 and output 1 in a one-topic run), below 2^7
+TOPIC_SHIFT = 56
 
 
 def offset_findings(history: History, census: Census) -> DataFrame:
@@ -77,7 +79,7 @@ def offset_findings(history: History, census: Census) -> DataFrame:
         _offset_of("place").alias("offset"),
         *context,
     )
-    topic = F.when(F.col("t") == 0, history.input_topic).otherwise(history.output_topic)
+    topic = _topic_named(history.topics.all)
     where = {"topic": topic, "partition": F.col("partition"), "offset": F.col("offset")}
     rank = F.col("partition") * 1e12 + F.col("offset")  # examples in place order
     candidates = [
@@ -141,9 +143,10 @@ def offset_reads(history: History, names: list[str]) -> DataFrame:
     """Every read of both topics as the per-offset pass shuffles it: (place, reader, id, time,
     pk), the reader as its index in `names`. Its shuffle by pk alone is the floor of the pass
     (scripts/bench_checkers.py times it)."""
-    topic_code = F.when(F.col("topic") == history.input_topic, 0).when(
-        F.col("topic") == history.output_topic, 1
-    )
+    (first, *rest) = history.topics.all
+    topic_code = F.when(F.col("topic") == first, 0)
+    for code, name in enumerate(rest, start=1):
+        topic_code = topic_code.when(F.col("topic") == name, code)
     reader_code = F.lit(None)
     for index, name in enumerate(names):
         reader_code = F.when(F.col("process") == name, index).otherwise(reader_code)
@@ -167,6 +170,15 @@ def offset_reads(history: History, names: list[str]) -> DataFrame:
     )
 
 
+def _topic_named(topics: tuple[str, ...]) -> Column:
+    """The name of the topic whose code is the row's `t`."""
+    *rest, last = topics
+    name = F.lit(last)
+    for code, topic in reversed(list(enumerate(rest))):
+        name = F.when(F.col("t") == code, topic).otherwise(name)
+    return name
+
+
 def _topic_partition() -> Column:
     return F.shiftright("place", PARTITION_SHIFT)
 
@@ -177,7 +189,7 @@ def _offset_of(place: str) -> Column:
 
 def _final_lso(census: Census, history: History) -> Column:
     """The end state's last stable offset of this row's topic-partition (null without one)."""
-    codes = {history.input_topic: 0, history.output_topic: 1}
+    codes = {topic: code for code, topic in enumerate(history.topics.all)}
     pairs = []
     for row in census.end_rows_of("log-end"):
         if row["topic"] in codes and row["lso"] is not None:
@@ -193,7 +205,7 @@ def _bound(census: Census, history: History, reader: str, which: str) -> Column:
     as a literal map lookup: a reader stepping over a committed record is only judged within
     the range it read."""
     offsets = census.first_offsets if which == "first" else census.last_offsets
-    codes = {history.input_topic: 0, history.output_topic: 1}
+    codes = {topic: code for code, topic in enumerate(history.topics.all)}
     pairs = []
     for (name, topic, partition), offset in offsets.items():
         if name == reader and topic in codes:

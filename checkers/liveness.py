@@ -16,7 +16,9 @@ from eoschaos.checkers.history_io import History
 from eoschaos.contract.checks import GROUP_OFFSETS, LSO, OPEN_TRANSACTIONS
 
 
-def liveness_tallies(census: Census, input_topic: str, max_examples: int) -> dict[str, Tally]:
+def liveness_tallies(
+    census: Census, input_topics: tuple[str, ...], max_examples: int
+) -> dict[str, Tally]:
     open_txns = [
         {"txn_id": row["txn_id"], "params": row["params"]} for row in census.end_rows_of("open-txn")
     ]
@@ -31,21 +33,26 @@ def liveness_tallies(census: Census, input_topic: str, max_examples: int) -> dic
         for row in log_end
         if row["lso"] is not None and row["offset"] is not None and row["lso"] < row["offset"]
     ]
-    group_offsets = committed_offsets(census, input_topic)
-    groups_behind = [
-        {
-            "partition": row["partition"],
-            "group_offset": group_offsets.get(row["partition"]),
-            "log_end": row["offset"],
-        }
-        for row in log_end
-        if row["topic"] == input_topic
-        and (group_offsets.get(row["partition"]) or 0) < row["offset"]
-    ]
+    several = len(input_topics) > 1  # then an example names its topic
+    groups_behind = []
+    for topic in input_topics:
+        group_offsets = committed_offsets(census, topic)
+        groups_behind += [
+            {
+                **({"topic": topic} if several else {}),
+                "partition": row["partition"],
+                "group_offset": group_offsets.get(row["partition"]),
+                "log_end": row["offset"],
+            }
+            for row in log_end
+            if row["topic"] == topic and (group_offsets.get(row["partition"]) or 0) < row["offset"]
+        ]
     return {
         OPEN_TRANSACTIONS.name: _tally(open_txns, ["txn_id"], max_examples),
         LSO.name: _tally(lso_behind, ["topic", "partition"], max_examples),
-        GROUP_OFFSETS.name: _tally(groups_behind, ["partition"], max_examples),
+        GROUP_OFFSETS.name: _tally(
+            groups_behind, ["topic", "partition"] if several else ["partition"], max_examples
+        ),
     }
 
 
@@ -55,27 +62,37 @@ def note_stalled_since(history: History, census: Census, groups_behind: Tally) -
     its first record if it never committed) was acknowledged to the seeder. Added to each
     example as `stalled_since_s` (null: that record's acknowledgement is not in the history).
     One small job over the sends, and only for a run whose group fell behind."""
-    stalled = {e["partition"]: e["group_offset"] or 0 for e in groups_behind.examples}
+    first = history.input_topic
+    stalled = {
+        (e.get("topic", first), e["partition"]): e["group_offset"] or 0
+        for e in groups_behind.examples
+    }
     if not stalled or census.start is None:
         return
     at_stall = F.lit(False)
-    for partition, offset in stalled.items():
-        at_stall |= (F.col("partition") == partition) & (F.col("offset") == offset)
+    for (topic, partition), offset in stalled.items():
+        at_stall |= (
+            (F.col("topic") == topic)
+            & (F.col("partition") == partition)
+            & (F.col("offset") == offset)
+        )
     acked = (
         history.kind("send")
-        .filter((F.col("type") == "ok") & (F.col("topic") == history.input_topic) & at_stall)
-        .groupBy("partition")
+        .filter((F.col("type") == "ok") & at_stall)
+        .groupBy("topic", "partition")
         .agg(F.min("time").alias("time"))
         .collect()
     )
-    since = {row["partition"]: round(row["time"] - census.start, 1) for row in acked}
+    since = {
+        (row["topic"], row["partition"]): round(row["time"] - census.start, 1) for row in acked
+    }
     for example in groups_behind.examples:
-        example["stalled_since_s"] = since.get(example["partition"])
+        example["stalled_since_s"] = since.get((example.get("topic", first), example["partition"]))
 
 
 def committed_offsets(census: Census, input_topic: str) -> dict[int, int | None]:
-    """The group's committed offset of each input partition at the end (None: never
-    committed), from the end state's group-offset rows."""
+    """The group's committed offset of each partition of `input_topic` at the end (None:
+    never committed), from the end state's group-offset rows."""
     return {
         row["partition"]: row["offset"]
         for row in census.end_rows_of("group-offset")

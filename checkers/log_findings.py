@@ -198,13 +198,13 @@ def unmarked_found(pieces: list[dict[str, Any]]) -> list[Found]:
     ]
 
 
-def downstream_reads(history: History, census: Census, topic: str) -> DataFrame:
-    """The reads of `topic` by downstream readers (every reader but the final scans, which
+def downstream_reads(history: History, census: Census, topics: tuple[str, ...]) -> DataFrame:
+    """The reads of `topics` by downstream readers (every reader but the final scans, which
     read after the run and, one of them, uncommitted data on purpose)."""
     readers = [name for name in census.readers if name not in FINAL_SCANS]
     return (
         history.kind("read")
-        .filter((F.col("topic") == topic) & F.col("process").isin(readers))
+        .filter(F.col("topic").isin(*topics) & F.col("process").isin(readers))
         .select(F.col("process").alias("reader"), "partition", "offset", "id", "time", "isolation")
     )
 

@@ -142,16 +142,21 @@ def topic_batches(log: DataFrame, topic: str) -> DataFrame:
 
 
 def producer_rows(
-    log: DataFrame, commits: DataFrame, input_topic: str, output_topic: str
+    log: DataFrame,
+    commits: DataFrame,
+    input_topics: tuple[str, ...],
+    output_topics: tuple[str, ...],
 ) -> DataFrame:
     """The log rows the transaction table reads, params parsed, partitioned by producer id:
-    the coordinators' states, the output's transactional batches and the aborted ranges, and
-    the transactional offset commits of `input_topic` among `commits` (`offset_commits`, which
+    the coordinators' states, the outputs' transactional batches and the aborted ranges, and
+    the transactional offset commits of `input_topics` among `commits` (`offset_commits`, which
     the verdict reads once for this and delivery.input-committed-twice).
     Cache it: the table reads it three times."""
     header = ("f", "time", "topic", "partition", "offset", "count", "txn_id")
     parsed = log.select(*header, F.from_json("params", _PARAMS).alias("p"))
-    transactional = commits.filter(F.col("transactional") & (F.col("topic") == input_topic)).select(
+    transactional = commits.filter(
+        F.col("transactional") & F.col("topic").isin(*input_topics)
+    ).select(
         F.lit(OFFSET_COMMIT).alias("f"),
         "producer_id",
         "marker_ms",
@@ -174,7 +179,7 @@ def producer_rows(
         parsed.filter(F.col("f").isin(TXN_STATE, LOG_BATCH, LOG_ABORTED))
         .filter(
             (F.col("f") != LOG_BATCH)
-            | (F.col("p.transactional") & (F.col("topic") == output_topic))
+            | (F.col("p.transactional") & F.col("topic").isin(*output_topics))
         )
         .select(*header, *[f"p.{name}" for name in kept])
         .unionByName(transactional, allowMissingColumns=True)

@@ -59,9 +59,15 @@ def _duplicated_ids(
     """(check, example index, topic, id) of the failed duplicate checks' examples."""
     topics = {DUPLICATE.name: output_topic, DUPLICATE_INPUT.name: input_topic}
     return [
-        (name, index, topic, example["id"])
+        (name, index, _first_topic(example) or topic, example["id"])
         for name, topic in topics.items()
         if name in checks and checks[name].failed
         for index, example in enumerate(checks[name].examples)
         if isinstance(example.get("id"), int)
     ]
+
+
+def _first_topic(example: dict[str, Any]) -> str | None:
+    """The topic of a duplicate's first copy, where its role has several topics."""
+    first = example.get("first")
+    return first.get("topic") if isinstance(first, dict) else None

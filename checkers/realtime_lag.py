@@ -113,7 +113,7 @@ def unseen_over_time(
     if read before it). Its figures (peak, when, at the end) and its series ([second,
     unseen])."""
     acked = history.kind("send").filter(
-        (F.col("type") == "ok") & (F.col("topic") == history.input_topic)
+        (F.col("type") == "ok") & F.col("topic").isin(*history.topics.inputs)
     )
     seen = reads.filter(F.col("isolation") == READ_COMMITTED)
     none = F.lit(None).cast("double")

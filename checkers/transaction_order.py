@@ -52,19 +52,16 @@ def transaction_order_findings(history: History) -> DataFrame:
     in_partition = Window.partitionBy("topic", "partition").orderBy("offset")
     placed = (
         history.kind("read")
-        .where(
-            (F.col("process") == FINAL_COMMITTED)
-            & F.col("topic").isin(history.input_topic, history.output_topic)
-        )
+        .where((F.col("process") == FINAL_COMMITTED) & F.col("topic").isin(*history.topics.all))
         .withColumn("position", F.row_number().over(in_partition))
     )
-    inputs = placed.where(F.col("topic") == history.input_topic).select(
+    inputs = placed.where(F.col("topic").isin(*history.topics.inputs)).select(
         F.col("partition").alias("src_partition"),
         F.col("offset").alias("src_offset"),
         F.col("position").alias("src_position"),
     )
     sent = placed.where(
-        (F.col("topic") == history.output_topic) & txn_known() & F.col("txn_index").isNotNull()
+        F.col("topic").isin(*history.topics.written) & txn_known() & F.col("txn_index").isNotNull()
     ).join(inputs, ["src_partition", "src_offset"], "left")
     # One shuffle by transaction; each order is a sort inside it, and a row's predecessor
     # counts only in the same input (output) partition.

@@ -152,7 +152,7 @@ def transaction_reads(history: History, txns: DataFrame) -> DataFrame:
         F.col("generation").alias("owner_generation"),
     )
     reads = history.kind("read").filter(
-        (F.col("topic") == history.output_topic) & (F.col("process") != FINAL_UNCOMMITTED)
+        F.col("topic").isin(*history.topics.written) & (F.col("process") != FINAL_UNCOMMITTED)
     )
     place = F.shiftleft(F.col("partition").cast("long"), PARTITION_SHIFT) + F.col("offset")
     early_place = F.when(F.col("time") < F.col("commit_invoked"), place)

@@ -98,6 +98,7 @@ from eoschaos.contract.history import (
 )
 from eoschaos.contract.rundir import SCHEMA_VERSION
 
+DEAD_LETTER_IDS = 20  # ids of each dead-letter topic the verdict lists
 MANIFEST_KEYS = ("workload", "mode", "seed", "kafka_version", "faults", "backend", "command")
 
 
@@ -157,19 +158,19 @@ def _judge(
         on_driver.append(lambda: tally_found(fencing.stale_commit_found(history), max_examples))
     log = history.kind(LOG_BATCH_KIND)
     # what the downstream readers read of the output: the lag, unseen input, uncommitted reads
-    reads = downstream_reads(history, census, history.output_topic)
+    topics = history.topics
+    reads = downstream_reads(history, census, topics.written)
     commits = offset_commits(log)  # read once, by both passes over the coordinators' logs
     if Pass.OFFSET_COMMITS in passes:
         parts.append(offset_commit_findings(commits))
     log_txns = log_rows = pieces = lags = None
     if Pass.LOG_TRANSACTIONS in passes:
-        log_rows = producer_rows(log, commits, history.input_topic, history.output_topic).cache()
+        log_rows = producer_rows(log, commits, topics.inputs, topics.written).cache()
         pieces = output_pieces(log_rows).cache()  # read by up to three plans below
         # The transactions need the coordinators' states; without them (runs recorded
         # before they were) there is no table, and no agreement to state
         if census.log_rows.get(TXN_STATE):
-            topics = (history.input_topic, history.output_topic)
-            log_txns = log_transaction_table(log_rows, topics).cache()
+            log_txns = log_transaction_table(log_rows, topics.all).cache()
         if UNCOMMITTED_OFFSET_READ.name in applicable:
             parts.append(uncommitted_offset_findings(reads, pieces))
             # the same reads of committed records, from their markers: the realtime lag
@@ -207,7 +208,8 @@ def _judge(
             "examples": interleaved.examples,
             "note": INT_SEND_SKIP_NOTE,
         }
-    if pieces is not None and ABORTED_OFFSET_READ.name in tallies:
+    # (the pieces name a partition, not its topic: one output topic tells them apart)
+    if pieces is not None and ABORTED_OFFSET_READ.name in tallies and topics.one_each:
         examples = tallies[ABORTED_OFFSET_READ.name].examples
         name_transactions(pieces, examples, history.output_topic)
     over_time: dict[str, Any] = {}  # figures for stats, their series for the timeline
@@ -221,7 +223,7 @@ def _judge(
     if txns is not None:
         txns.unpersist()
     if Pass.END_STATE in passes:
-        tallies.update(liveness.liveness_tallies(census, history.input_topic, max_examples))
+        tallies.update(liveness.liveness_tallies(census, topics.inputs, max_examples))
         if GROUP_OFFSETS.name in applicable:
             liveness.note_stalled_since(history, census, tallies[GROUP_OFFSETS.name])
     if Pass.AGGREGATES in passes:
@@ -412,17 +414,50 @@ def _not_applicable(history: History, census: Census) -> dict[str, str]:
             "the run set no bound on realtime lag (--max-lag): the lag is reported "
             "(stats.realtime_lag), not judged"
         )
+    if not history.topics.one_each:
+        missing[Evidence.ONE_TOPIC_EACH] = (
+            "the run has several input or output topics (or a dead-letter topic), and this "
+            "check places records by partition alone"
+        )
     reasons = {name: first_missing(spec, missing) for name, spec in CATALOGUE.items()}
     return {name: reason for name, reason in reasons.items() if reason is not None}
 
 
 def _stats(history: History, census: Census, txn_stats: dict[str, Any]) -> dict[str, Any]:
     """Record counts as the final scans saw them (informational: the checks judge ids)."""
-    return {
-        "input_records": census.records_of(FINAL_COMMITTED, history.input_topic),
+    topics = history.topics
+
+    def records(reader: str, names: tuple[str, ...]) -> int:
+        return sum(census.records_of(reader, topic) for topic in names)
+
+    figures = {
+        "input_records": records(FINAL_COMMITTED, topics.inputs),
         "acked_sends": census.acked_sends,
-        "output_committed": census.records_of(FINAL_COMMITTED, history.output_topic),
-        "output_uncommitted": census.records_of(FINAL_UNCOMMITTED, history.output_topic),
+        "output_committed": records(FINAL_COMMITTED, topics.written),
+        "output_uncommitted": records(FINAL_UNCOMMITTED, topics.written),
         "transactions": txn_stats,
         "readers": census.records,
+    }
+    if topics.dead_letters:
+        figures["dead_letters"] = _dead_letters(history, census)
+    return figures
+
+
+def _dead_letters(history: History, census: Census) -> dict[str, Any]:
+    """Per dead-letter topic: its committed records and the first DEAD_LETTER_IDS ids among
+    them, for the report to list (a top-N per topic: one small job each)."""
+    scan = history.kind("read").filter(F.col("process") == FINAL_COMMITTED)
+    return {
+        topic: {
+            "records": census.records_of(FINAL_COMMITTED, topic),
+            "ids": [
+                row["id"]
+                for row in scan.filter((F.col("topic") == topic) & F.col("id").isNotNull())
+                .select("id")
+                .orderBy("id")
+                .limit(DEAD_LETTER_IDS)
+                .collect()
+            ],
+        }
+        for topic in history.topics.dead_letters
     }

@@ -40,9 +40,9 @@ def main() -> None:
         history = load_history(spark, run_dir)
         checks = results_of(json.loads((run_dir / "verdict.json").read_text()))
         log = history.kind(LOG_BATCH_KIND)
-        topics = (history.input_topic, history.output_topic)
-        rows = producer_rows(log, offset_commits(log), *topics)
-        table = transaction_table(rows, topics).cache()
+        topics = history.topics
+        rows = producer_rows(log, offset_commits(log), topics.inputs, topics.written)
+        table = transaction_table(rows, topics.all).cache()
         print(f"{run_dir.name}: {table.count()} transactions in the logs' table")
         runs.append((history, checks, table))
     seconds: dict[bool, list[float]] = {True: [], False: []}
@@ -55,8 +55,8 @@ def main() -> None:
                     anomaly_subgraphs(
                         history,
                         checks,
-                        history.input_topic,
-                        history.output_topic,
+                        history.topics.inputs,
+                        history.topics.written,
                         MAX_ANOMALIES,
                         table if with_logs else None,
                     )

@@ -25,3 +25,7 @@ def two_records_one_id(record_id: int, seed: int) -> dict:
 
 def bad_header(record_id: int, seed: int) -> dict:
     return {"key": str(record_id), "headers": {"n": record_id}}
+
+
+def to_another_topic(record_id: int, seed: int) -> dict:
+    return {"topic": "payments", "key": str(record_id)}

@@ -160,6 +160,20 @@ def test_zero_brokers_is_a_usage_error(eoschaos):
         ([*BYO, "--input", f"{INPUT_FUNCTIONS}:raises"], "raised ValueError: no orders today"),
         ([*BYO, "--input", ORDERS], "--input-id-from key finds no id in the record of id 0"),
         (["--pipeline-image", "eoschaos/kafka:x"], "--pipeline-image is for --workload byo"),
+        (["--output-topics", "a,b"], "--output-topics is for --workload byo, not kip447"),
+        ([*BYO, "--input-topics", "orders,bad/name"], "--input-topics: 'bad/name' is not a topic"),
+        ([*BYO, "--input-topics", "orders:0"], "'orders:0' has '0' where a count of at least 1"),
+        ([*BYO, "--output-topics", "out,out"], "topic 'out' is named twice (as output and"),
+        ([*BYO, "--input-topics", "a", "--dead-letter-topics", "a"], "as input and as dead-letter"),
+        ([*BYO, "--output-topics", "out:6:4"], "replication 4 on 3 brokers; give at most 3"),
+        (
+            [*BYO, "--output-topics", "a,b", "--expect", f"{INPUT_FUNCTIONS}:raises"],
+            "--expect compares the last values of one output topic",
+        ),
+        (
+            [*BYO, "--input-topics", "orders", "--input", f"{INPUT_FUNCTIONS}:to_another_topic"],
+            "sends id 0 to topic 'payments', which is not an input topic",
+        ),
         ([*BYO, "--pipeline-image", "localhost/eoschaos/none:0"], "has no such image"),
     ],
 )

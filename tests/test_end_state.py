@@ -27,7 +27,13 @@ def end_state_readers(monkeypatch):
 
 def _record(run_dir):
     final.record_end_state(
-        "127.0.0.1:1", run_dir, None, input_topic="in", output_topic="out", group="g", txn_ids=None
+        "127.0.0.1:1",
+        run_dir,
+        None,
+        input_topics=("in",),
+        output_topics=("out",),
+        group="g",
+        txn_ids=None,
     )
 
 

@@ -19,7 +19,9 @@ def test_a_file_function_is_loaded(tmp_path):
     path = tmp_path / "mine.py"
     path.write_text("def totals(records):\n    return {'all': sum(r.id for r in records)}\n")
     totals = load_expect(f"{path}:totals")
-    assert totals([InputRecord(2, 0, b"2", b""), InputRecord(3, 1, b"3", b"")]) == {"all": 5}
+    assert totals([InputRecord(2, 0, b"2", b"", "in"), InputRecord(3, 1, b"3", b"", "in")]) == {
+        "all": 5
+    }
 
 
 @pytest.mark.parametrize(
@@ -46,7 +48,7 @@ def test_text_that_is_not_json_compares_as_it_is():
 
 
 def test_expected_counts_per_partition_of_the_example_counter():
-    records = [InputRecord(i, i % 2, str(i).encode(), b"") for i in range(5)]
+    records = [InputRecord(i, i % 2, str(i).encode(), b"", "in") for i in range(5)]
     assert counts_per_partition(iter(records)) == {
         "partition-0": {"count": 3},
         "partition-1": {"count": 2},

@@ -56,7 +56,7 @@ def test_the_same_seed_gives_the_same_orders_and_another_seed_others():
 
 def test_an_example_order_is_found_by_its_order_id_and_passes_the_check():
     record_of = load_input(ORDERS, seed=1)
-    check_input(ORDERS, record_of, ORDER_IDS, records=5000)
+    check_input(ORDERS, record_of, ORDER_IDS, records=5000, topics=("in",))
     assert ORDER_IDS.find(*_parts(record_of(4321))) == 4321
 
 
@@ -79,7 +79,7 @@ def test_the_example_pipeline_keeps_the_order_id_where_the_output_is_searched():
 def test_a_bad_record_function_is_refused_in_one_line_naming_the_id(function, phrase):
     spec = f"{FUNCTIONS}:{function}"
     with pytest.raises(EoschaosError) as refused:
-        check_input(spec, load_input(spec, seed=0), ORDER_IDS, records=100)
+        check_input(spec, load_input(spec, seed=0), ORDER_IDS, records=100, topics=("in",))
     assert phrase in str(refused.value)
     assert "\n" not in str(refused.value)
 
@@ -90,7 +90,7 @@ def test_the_last_id_is_tried_too(tmp_path):
         "def record(i, seed):\n    return {'value': {'order_id': i if i < 5000 else -1}}\n",
     )
     with pytest.raises(EoschaosError, match="record of id 9999"):
-        check_input(spec, load_input(spec, seed=0), ORDER_IDS, records=10000)
+        check_input(spec, load_input(spec, seed=0), ORDER_IDS, records=10000, topics=("in",))
 
 
 def _parts(record: SeedRecord) -> tuple:

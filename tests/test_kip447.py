@@ -361,8 +361,8 @@ def test_end_state_records_an_open_transaction_and_the_committed_scan_stops_at_i
             bootstrap,
             tmp_path,
             session_cluster.dist,
-            input_topic=config.input_topic,
-            output_topic=config.output_topic,
+            input_topics=(config.input_topic,),
+            output_topics=(config.output_topic,),
             group=config.group,
             txn_ids={txn_id},
         )

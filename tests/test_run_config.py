@@ -115,3 +115,58 @@ def test_a_bound_on_realtime_lag_is_kept_in_run_json_and_its_command():
 def test_a_recording_child_reads_back_the_same_config():
     config = RunConfig.from_options(workload="byo", command="./my-app", faults="crash", seed=2)
     assert RunConfig.from_json(config.to_json()) == config
+
+
+BYO_TOPICS = {
+    "workload": "byo",
+    "command": "true",
+    "input_topics": "web-orders,shop-orders:3",
+    "output_topics": "enriched",
+    "dead_letter_topics": "rejected:1:1",
+    "run_tag": "t1",
+}
+
+
+def test_topics_named_by_the_user_get_the_runs_tag():
+    """A client of another run on the same cluster (the pytest plugin's session cluster, a
+    matrix) never meets this run's topics, named by the user or not."""
+    pipeline = RunConfig.from_options(**BYO_TOPICS).pipeline
+    assert (pipeline.input_topic, pipeline.output_topic) == ("web-orders-t1", "enriched-t1")
+    assert pipeline.topics.inputs == ("web-orders-t1", "shop-orders-t1")
+    assert pipeline.topics.delivered_to == ("enriched-t1", "rejected-t1")
+    assert pipeline.input_names == {"web-orders": "web-orders-t1", "shop-orders": "shop-orders-t1"}
+    other = RunConfig.from_options(**{**BYO_TOPICS, "run_tag": ""}).pipeline
+    assert other.topics.inputs == ("web-orders", "shop-orders")
+
+
+def test_two_runs_naming_the_same_topics_share_none():
+    options = {key: value for key, value in BYO_TOPICS.items() if key != "run_tag"}
+    first, second = RunConfig.from_options(**options), RunConfig.from_options(**options)
+    assert not set(first.pipeline.topics.all) & set(second.pipeline.topics.all)
+
+
+def test_a_topic_keeps_the_partitions_and_replication_it_was_given():
+    pipeline = RunConfig.from_options(**BYO_TOPICS, partitions=4).pipeline
+    layout = [(s.name, s.partitions, s.replication) for s in pipeline.input_specs]
+    assert layout == [("web-orders-t1", None, None), ("shop-orders-t1", 3, None)]
+    assert [(s.partitions, s.replication) for s in pipeline.dead_letter_specs] == [(1, 1)]
+
+
+def test_run_json_holds_topic_lists_as_created_only_where_a_role_has_more_than_one():
+    plain = RunConfig.from_options().to_manifest()
+    assert not {"input_topics", "output_topics", "dead_letter_topics", "run_tag"} & set(plain)
+    listed = RunConfig.from_options(**BYO_TOPICS).to_manifest()
+    assert listed["input_topics"] == ["web-orders-t1", "shop-orders-t1:3"]
+    assert listed["dead_letter_topics"] == ["rejected-t1:1:1"]
+    assert "output_topics" not in listed  # one output topic: output_topic says it all
+
+
+def test_the_repeat_command_gives_the_topic_lists_as_the_user_did():
+    line = RunConfig.from_options(**BYO_TOPICS).command_line()
+    assert line[line.index("--input-topics") + 1] == "web-orders,shop-orders:3"
+    assert line[line.index("--dead-letter-topics") + 1] == "rejected:1:1"
+
+
+def test_topic_lists_survive_the_recording_childs_round_trip():
+    config = RunConfig.from_options(**BYO_TOPICS)
+    assert RunConfig.from_json(config.to_json()).pipeline.topics == config.pipeline.topics

@@ -439,6 +439,40 @@ SCENARIOS += [
         nightly=True,
     ),
 ]
+TWO_SHOPS = {
+    # Orders from two input topics; rejected ones to a dead-letter topic, all to an audit topic
+    # (byo_orders.two_shops)
+    **ORDERS,
+    "input": "eoschaos.workloads.byo_orders:two_shops",
+    "input_topics": "web-orders,shop-orders:3",
+    "output_topics": "enriched-orders",
+    "dead_letter_topics": "rejected-orders:2",
+    "fan_out_topics": "order-audit",
+}
+# The checks that place a record by its partition alone do not apply to several topics
+ONE_TOPIC_EACH = ("liveness.unseen", "isolation.uncommitted-offset-read")
+SEVERAL_TOPICS = tuple(check for check in BLACK_BOX if check not in ONE_TOPIC_EACH)
+SCENARIOS += [
+    Scenario(
+        "byo-two-shops-crash",
+        {**TWO_SHOPS, "duration": 20, "records": 4000},
+        must_pass=SEVERAL_TOPICS,
+    ),
+    Scenario(
+        # Forgets to stop after the dead-letter write: each rejected order is output too.
+        "byo-two-shops-rejected-twice",
+        {
+            **TWO_SHOPS,
+            "command": f"{ORDERS['command']} --dead-letters-twice",
+            "faults": "",
+            "duration": 10,
+            "records": 1000,
+        },
+        must_fail=("delivery.duplicate",),
+        must_pass=tuple(check for check in ALWAYS if check not in ONE_TOPIC_EACH),
+        nightly=True,
+    ),
+]
 BY_NAME = {scenario.name: scenario for scenario in SCENARIOS}
 _verdicts: dict[str, dict[str, Any] | Exception] = {}
 _run_again: set[str] = set()  # scenarios already run a second time for a rerun test
@@ -539,6 +573,27 @@ def test_every_healed_fault_records_whether_it_took_effect_and_who_held_its_aime
         )
         if role is not None:
             assert f"{role}_during" in fault["params"], fault
+
+
+def test_each_topic_of_a_run_with_several_is_created_read_and_judged(verdict_of):
+    """Two input topics, an output, a dead-letter and a fan-out topic, each with the partitions
+    it was given: every one is read to its end, and the dead letters are listed."""
+    verdict = verdict_of("byo-two-shops-crash")
+    history = Path(verdict["run_dir"]) / HISTORY_DIR / f"{FINAL_COMMITTED}.jsonl"
+    tag = read_manifest(Path(verdict["run_dir"]))["input_topic"].removeprefix("web-orders")
+    partitions: dict[str, set[int]] = {}
+    for line in history.read_text().splitlines():
+        event = json.loads(line)
+        partitions.setdefault(event["topic"].removesuffix(tag), set()).add(event["partition"])
+    assert {topic: len(numbers) for topic, numbers in partitions.items()} == {
+        "web-orders": 6,
+        "shop-orders": 3,
+        "enriched-orders": 6,
+        "rejected-orders": 2,
+        "order-audit": 6,
+    }
+    dead_letters = verdict["stats"]["dead_letters"][f"rejected-orders{tag}"]
+    assert dead_letters["records"] == 4000 // 20 and dead_letters["ids"][:2] == [19, 39]
 
 
 def test_a_phantom_example_shows_its_record_as_it_was(verdict_of):

@@ -35,7 +35,7 @@ def test_a_held_seeder_sends_nothing_until_released_then_sends_every_record(
     create_topic(cluster.bootstrap, topic, partitions=2, replication=3)
     release_at = time.monotonic() + 2.0
     seeder = Seeder(
-        cluster.bootstrap, tmp_path, topic, 2, 20, 1.0, hold=lambda: time.monotonic() < release_at
+        cluster.bootstrap, tmp_path, {topic: 2}, 20, 1.0, hold=lambda: time.monotonic() < release_at
     )
     started = time.time()
     seeder.start()

@@ -14,6 +14,20 @@ every second: a crash between the two writes the orders since the last commit tw
 
     eoschaos run --workload byo --command "python -m eoschaos.workloads.byo_orders" \\
         --input eoschaos.workloads.byo_orders:order --id-from json:order_id --faults crash
+
+It reads every input topic of the run, and rejects an order without a positive amount: to
+the run's dead-letter topic if it has one, else to the output as it came. Every order also
+goes, as it came, to each fan-out topic of the run (an audit log). `two_shops` is the
+input of such a run: orders from a web shop and a store (topics `web-orders` and
+`shop-orders`), one in REJECTED_EVERY without an amount. With `--dead-letters-twice` it is
+the known-bad pipeline that forgets to stop after the dead-letter write: a rejected order
+lands in both topics.
+
+    eoschaos run --workload byo \\
+        --command "python -m eoschaos.workloads.byo_orders" \\
+        --input eoschaos.workloads.byo_orders:two_shops --id-from json:order_id \\
+        --input-topics web-orders,shop-orders --output-topics enriched-orders \\
+        --dead-letter-topics rejected-orders --faults crash
 """
 
 from __future__ import annotations
@@ -22,7 +36,9 @@ import json
 import os
 import random
 import signal
+import sys
 import threading
+from dataclasses import dataclass
 
 from confluent_kafka import (
     OFFSET_BEGINNING,
@@ -52,6 +68,26 @@ def order(record_id: int, seed: int) -> dict:
     customer = f"customer-{rng.randrange(CUSTOMERS)}"
     value = {"order_id": record_id, "customer": customer, "amount_cents": rng.randrange(100, 50000)}
     return {"key": customer, "value": value}
+
+
+SHOPS = ("web-orders", "shop-orders")
+REJECTED_EVERY = 20
+
+
+def two_shops(record_id: int, seed: int) -> dict:
+    """An order of one of two shops, each its own input topic; every REJECTED_EVERY-th one
+    has no amount, which the pipeline rejects."""
+    record = order(record_id, seed)
+    record["topic"] = SHOPS[random.Random(seed * 7 + record_id).randrange(len(SHOPS))]
+    if record_id % REJECTED_EVERY == REJECTED_EVERY - 1:
+        del record["value"]["amount_cents"]
+    return record
+
+
+def accepted(raw: bytes) -> bool:
+    """An order this pipeline can enrich: one with a positive amount."""
+    amount = json.loads(raw).get("amount_cents")
+    return isinstance(amount, int) and amount > 0
 
 
 def enriched(raw: bytes) -> bytes:
@@ -96,25 +132,50 @@ def run() -> None:
     if transactional:
         producer.init_transactions()
     output = env[instance_env.OUTPUT_TOPIC]
-    consumer.subscribe([env[instance_env.INPUT_TOPIC]])
+    dead_letters = env.get(instance_env.DEAD_LETTER_TOPICS, "").split(",")[0]
+    copies = tuple(filter(None, env.get(instance_env.FAN_OUT_TOPICS, "").split(",")))
+    routes = Routes(output, dead_letters or output, copies, "--dead-letters-twice" in sys.argv[1:])
+    inputs = env.get(instance_env.INPUT_TOPICS) or env[instance_env.INPUT_TOPIC]
+    consumer.subscribe(inputs.split(","))
     while not stop.is_set():
         batch = [m for m in consumer.consume(BATCH_RECORDS, POLL_S) if m.error() is None]
         if batch:
             (_write_transaction if transactional else _write_then_store)(
-                consumer, producer, output, batch
+                consumer, producer, routes, batch
             )
     consumer.close()
 
 
+@dataclass(frozen=True)
+class Routes:
+    """Where an order goes: enriched to the output, rejected to the dead-letter topic (and,
+    known-bad, to the output too); and as it came to every fan-out topic (an audit log)."""
+
+    output: str
+    dead_letters: str
+    copies: tuple[str, ...] = ()
+    rejected_twice: bool = False
+
+    def produce(self, producer: Producer, message: Message) -> None:
+        for topic in self.copies:
+            producer.produce(topic, key=message.key(), value=message.value())
+        if accepted(message.value()):
+            producer.produce(self.output, key=message.key(), value=enriched(message.value()))
+            return
+        producer.produce(self.dead_letters, key=message.key(), value=message.value())
+        if self.rejected_twice and self.dead_letters != self.output:
+            producer.produce(self.output, key=message.key(), value=message.value())
+
+
 def _write_transaction(
-    consumer: Consumer, producer: Producer, output: str, batch: list[Message]
+    consumer: Consumer, producer: Producer, routes: Routes, batch: list[Message]
 ) -> None:
     """The batch's orders and its offsets in one transaction; on an error, aborted and read
     again from the group's committed offsets."""
     producer.begin_transaction()
     try:
         for message in batch:
-            producer.produce(output, key=message.key(), value=enriched(message.value()))
+            routes.produce(producer, message)
         producer.send_offsets_to_transaction(
             _next_offsets(batch), consumer.consumer_group_metadata(), TRANSACTION_TIMEOUT_S
         )
@@ -137,10 +198,10 @@ def _next_offsets(batch: list[Message]) -> list[TopicPartition]:
 
 
 def _write_then_store(
-    consumer: Consumer, producer: Producer, output: str, batch: list[Message]
+    consumer: Consumer, producer: Producer, routes: Routes, batch: list[Message]
 ) -> None:
     for message in batch:
-        producer.produce(output, key=message.key(), value=enriched(message.value()))
+        routes.produce(producer, message)
     producer.flush()
     for message in batch:
         consumer.store_offsets(message)

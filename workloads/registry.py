@@ -13,6 +13,7 @@ from pathlib import Path
 from eoschaos.clusters.kafka_dist import KafkaDistribution
 from eoschaos.contract.capabilities import Capabilities
 from eoschaos.contract.errors import EoschaosError
+from eoschaos.contract.topics import MAX_TOPICS_PER_ROLE, topic_names
 from eoschaos.workloads import byo, copier
 from eoschaos.workloads.harness.pipeline import PipelineConfig, PipelineWorkload
 from eoschaos.workloads.kip447.config import MODES as KIP447_MODES
@@ -96,10 +97,52 @@ def check_options(config: PipelineConfig) -> None:
         raise EoschaosError(f"--command is for --workload byo, not {name}")
     if name != "byo" and config.pipeline_image:
         raise EoschaosError(f"--pipeline-image is for --workload byo, not {name}")
+    _check_topics(config)
     if name != "streams" and config.client_version:
         raise EoschaosError(
             f"--client-version is for --workload streams (the Kafka client its app is built "
             f"against), not {name}"
+        )
+
+
+def _check_topics(config: PipelineConfig) -> None:
+    """Topic lists are byo's (the other workloads read one topic and write one); a topic has
+    one role, once: the checkers tell an input record from an output record by its topic."""
+    given = {
+        "--input-topics": config.input_topics,
+        "--output-topics": config.output_topics,
+        "--dead-letter-topics": config.dead_letter_topics,
+        "--fan-out-topics": config.fan_out_topics,
+    }
+    if config.workload != "byo":
+        for option, topics in given.items():
+            if topics:
+                raise EoschaosError(
+                    f"{option} is for --workload byo, not {config.workload} (it reads one "
+                    "input topic and writes one output topic)"
+                )
+    seen: dict[str, str] = {}
+    for role, names in (
+        ("input", topic_names(config.input_topics) or (config.input_topic,)),
+        ("output", topic_names(config.output_topics) or (config.output_topic,)),
+        ("dead-letter", topic_names(config.dead_letter_topics)),
+        ("fan-out", topic_names(config.fan_out_topics)),
+    ):
+        if len(names) > MAX_TOPICS_PER_ROLE:
+            raise EoschaosError(
+                f"{len(names)} {role} topics; give at most {MAX_TOPICS_PER_ROLE} of each role"
+            )
+        for topic in names:
+            if topic in seen:
+                raise EoschaosError(
+                    f"topic {topic!r} is named twice (as {seen[topic]} and as {role}); give each "
+                    "topic one role, once"
+                )
+            seen[topic] = role
+    if config.expect and len(config.topics.written) > 1:
+        raise EoschaosError(
+            "--expect compares the last values of one output topic; give one --output-topics "
+            "and no --dead-letter-topics with it"
         )
 
 

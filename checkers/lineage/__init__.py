@@ -46,14 +46,17 @@ def lineage_section(
     pipeline; `plain_log`: without one, the logs of a pipeline without transactions
     (eoschaos.checkers.lineage.from_logs)."""
     whole = whole if whole is not None else history_lineage(history)
+    topics = history.topics
+    # The logs' words place a record by partition and offset alone: one topic per role
+    logs = topics.one_each
     anomalies = anomaly_subgraphs(
         history,
         checks,
-        history.input_topic,
-        history.output_topic,
+        topics.inputs,
+        topics.written,
         max_anomalies,
-        log_txns,
-        plain_log,
+        log_txns if logs else None,
+        plain_log if logs else None,
     )
     return {"stats": whole["stats"], "anomalies": anomalies, "cycles": whole["cycles"]}
 
@@ -61,8 +64,8 @@ def lineage_section(
 def history_lineage(history: History) -> dict:
     """The parts that need no verdict (graph stats and cycles): a verdict computes them while
     its checks run."""
-    input_topic, output_topic = history.input_topic, history.output_topic
+    topics = history.topics
     return {
-        "stats": graph_stats(history, input_topic, output_topic),
-        "cycles": dependency_cycles(history, input_topic, output_topic),
+        "stats": graph_stats(history, topics.inputs, topics.written),
+        "cycles": dependency_cycles(history, topics.inputs, topics.written),
     }

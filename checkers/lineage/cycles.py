@@ -51,7 +51,9 @@ CYCLE_NOTE = (
 )
 
 
-def dependency_cycles(history: History, input_topic: str, output_topic: str) -> dict[str, Any]:
+def dependency_cycles(
+    history: History, input_topics: tuple[str, ...], output_topics: tuple[str, ...]
+) -> dict[str, Any]:
     """G0 / G1c and their -process / -realtime variants over committed transactions (those with
     records in the final-committed scan).
 
@@ -64,8 +66,8 @@ def dependency_cycles(history: History, input_topic: str, output_topic: str) -> 
     one). The edges and the transactions' times come back in one job.
     """
     committed = history.kind("read").where((F.col("process") == FINAL_COMMITTED) & txn_known())
-    written = committed.where(F.col("topic") == output_topic)
-    order = Window.partitionBy("partition").orderBy("offset")
+    written = committed.where(F.col("topic").isin(*output_topics))
+    order = Window.partitionBy("topic", "partition").orderBy("offset")
     previous = [F.lag(name).over(order).alias(f"previous_{name}") for name in TXN_KEY_FIELDS]
     changed = F.lit(False)
     for name in TXN_KEY_FIELDS:
@@ -82,7 +84,7 @@ def dependency_cycles(history: History, input_topic: str, output_topic: str) -> 
             no_time.alias("end"),
         )
     )
-    writers = committed.where(F.col("topic") == input_topic)
+    writers = committed.where(F.col("topic").isin(*input_topics))
     if not writers.isEmpty():  # only chained pipelines consume records a transaction wrote
         written_by = writers.select(
             F.col("partition").alias("src_partition"),

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from eoschaos.checkers.delivery import place
+from eoschaos.checkers.delivery import topic_place
 from eoschaos.checkers.lineage.keys import txn_column, txn_fits_long, txn_known, txn_long
 from eoschaos.contract.history import FINAL_COMMITTED
 
@@ -16,7 +16,9 @@ if TYPE_CHECKING:
     from eoschaos.checkers.history_io import History
 
 
-def graph_stats(history: History, input_topic: str, output_topic: str) -> dict[str, Any]:
+def graph_stats(
+    history: History, input_topics: tuple[str, ...], output_topics: tuple[str, ...]
+) -> dict[str, Any]:
     """Node and edge counts of the whole-history lineage graph, as DataFrame aggregates.
 
     Nodes: inputs (acked sends or records of the input scan, by id), transactions, output
@@ -25,9 +27,9 @@ def graph_stats(history: History, input_topic: str, output_topic: str) -> dict[s
     transactions that consumed it; its committed outputs are its records in the
     final-committed scan. Two Spark jobs (three shuffles); nothing per record reaches Python.
     """
-    distinct = _distinct_counts(history, output_topic)
+    distinct = _distinct_counts(history, output_topics)
     txn = txn_column if distinct.pop("unfit") else txn_long
-    per_input = _per_input_stats(history, input_topic, output_topic, txn)
+    per_input = _per_input_stats(history, input_topics, output_topics, txn)
     return {
         "nodes": {
             "input": per_input["inputs"],
@@ -53,7 +55,10 @@ def graph_stats(history: History, input_topic: str, output_topic: str) -> dict[s
 
 
 def _per_input_stats(
-    history: History, input_topic: str, output_topic: str, txn: Callable[[], Column]
+    history: History,
+    input_topics: tuple[str, ...],
+    output_topics: tuple[str, ...],
+    txn: Callable[[], Column],
 ) -> dict[str, int]:
     """Sends, input-scan records and output reads placed by record id in ONE shuffle, then
     three aggregations on that placement with no exchange between them: per output record
@@ -68,10 +73,10 @@ def _per_input_stats(
     """
     reads = history.kind("read")
     none = F.lit(None)
-    outputs = reads.where(F.col("topic") == output_topic).select(
+    outputs = reads.where(F.col("topic").isin(*output_topics)).select(
         "id",
         F.lit(False).alias("is_input"),
-        place().alias("place"),
+        topic_place(output_topics).alias("place"),
         txn().alias("txn"),
         (F.col("process") == FINAL_COMMITTED).cast("int").alias("committed"),
     )
@@ -79,7 +84,7 @@ def _per_input_stats(
         history.kind("send")
         .where(F.col("type") == "ok")
         .select("id")
-        .union(reads.where(F.col("topic") == input_topic).select("id"))
+        .union(reads.where(F.col("topic").isin(*input_topics)).select("id"))
         .select(
             "id",
             F.lit(True).alias("is_input"),
@@ -130,7 +135,7 @@ def _per_input_stats(
     return {name: int(row[name] or 0) for name in row.asDict()}
 
 
-def _distinct_counts(history: History, output_topic: str) -> dict[str, Any]:
+def _distinct_counts(history: History, output_topics: tuple[str, ...]) -> dict[str, Any]:
     """Transactions (from their events or output headers), committed transactions (records
     in the final-committed scan), committed offsets and transactions per input partition, as
     distinct (tag, transaction, partition) triples counted in one job.
@@ -142,7 +147,7 @@ def _distinct_counts(history: History, output_topic: str) -> dict[str, Any]:
     "unfit" counts the output reads' transactions that do not fit txn_long (nearly always 0).
     """
     events = history.kind("txn")
-    outputs = history.kind("read").where(F.col("topic") == output_topic)
+    outputs = history.kind("read").where(F.col("topic").isin(*output_topics))
     committing = F.col("f").isin("send-offsets", "commit-offsets") & (F.col("type") == "ok")
     offsets = events.where(committing).select("*", F.explode("offsets").alias("entry"))
     none = F.lit(None).cast("int")

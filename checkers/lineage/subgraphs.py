@@ -41,8 +41,8 @@ TXNS_IN_FILTER = 16
 def anomaly_subgraphs(
     history: History,
     checks: dict[str, CheckResult],
-    input_topic: str,
-    output_topic: str,
+    input_topics: tuple[str, ...],
+    output_topics: tuple[str, ...],
     max_anomalies: int,
     log_txns: DataFrame | None = None,
     plain_log: PlainLog | None = None,
@@ -64,7 +64,8 @@ def anomaly_subgraphs(
     group committed past each input record and when each output record was written.
     """
     with_logs = log_txns is not None
-    examples = drawable_examples(checks, input_topic, output_topic, with_logs)[:max_anomalies]
+    examples = drawable_examples(checks, input_topics[0], output_topics[0], with_logs)
+    examples = examples[:max_anomalies]
     if not examples:
         return []
     keys = [key for _, _, key in examples]
@@ -93,8 +94,8 @@ def anomaly_subgraphs(
                 rows,
                 [row for row in send_rows if row["id"] in ids],
                 [row for row in txn_rows if txn_of(row) in txns],
-                input_topic,
-                output_topic,
+                input_topics,
+                output_topics,
             )
         )
     found = (
@@ -111,7 +112,7 @@ def anomaly_subgraphs(
     for graph, (name, index, key) in zip(graphs, examples, strict=True):
         if not any(data["type"] == "txn" for _, data in graph.nodes(data=True)):
             add_log_transactions(graph, found, key.log_txn)
-        marked = anomalous_nodes(name, key, graph, output_topic)
+        marked = anomalous_nodes(name, key, graph, output_topics)
         nx.set_node_attributes(graph, {node: node in marked for node in graph}, "anomalous")
         drawing = serialize(graph, marked)
         anomaly = {"check": name, "example": index, "title": f"{name}: {key.describe()}"}
@@ -287,17 +288,17 @@ def lineage_graph(
     read_rows: list[dict],
     send_rows: list[dict],
     txn_rows: list[dict],
-    input_topic: str,
-    output_topic: str,
+    input_topics: tuple[str, ...],
+    output_topics: tuple[str, ...],
 ) -> nx.DiGraph:
     """input → txn (consumed-by) → output (produced) → read (read-by); txn → offsets."""
     graph = nx.DiGraph()
-    _add_inputs(graph, read_rows, send_rows, input_topic)
+    _add_inputs(graph, read_rows, send_rows, input_topics)
     _add_transactions(graph, txn_rows)
     for row in sorted(read_rows, key=lambda row: row.get("time") or 0.0):
-        if row["topic"] != output_topic:
+        if row["topic"] not in output_topics:
             continue
-        output = f"out:{row['partition']}:{row['offset']}"
+        output = output_node(row["topic"], row["partition"], row["offset"], output_topics)
         if output not in graph:
             graph.add_node(
                 output,
@@ -333,8 +334,16 @@ def lineage_graph(
     return graph
 
 
+def output_node(topic: str, partition: int, offset: int, output_topics: tuple[str, ...]) -> str:
+    """An output record's node: `out:PARTITION:OFFSET` on the first output topic, with its
+    topic in front on any other (a run with several output topics)."""
+    if topic == output_topics[0]:
+        return f"out:{partition}:{offset}"
+    return f"out:{topic}:{partition}:{offset}"
+
+
 def _add_inputs(
-    graph: nx.DiGraph, read_rows: list[dict], send_rows: list[dict], input_topic: str
+    graph: nx.DiGraph, read_rows: list[dict], send_rows: list[dict], input_topics: tuple[str, ...]
 ) -> None:
     """An input node per id that exists: sent (any outcome) or present in the input topic."""
     places: dict[int, set[tuple[int, int]]] = {}
@@ -344,7 +353,7 @@ def _add_inputs(
         if row["type"] == "ok":
             places.setdefault(row["id"], set()).add((row["partition"], row["offset"]))
     for row in read_rows:
-        if row["topic"] == input_topic:
+        if row["topic"] in input_topics:
             places.setdefault(row["id"], set()).add((row["partition"], row["offset"]))
             outcomes.setdefault(row["id"], set())
     for id_ in sorted(outcomes):
@@ -430,7 +439,9 @@ def _output_attributes(row: dict) -> dict[str, Any]:
     }
 
 
-def anomalous_nodes(check: str, key: ExampleKeys, graph: nx.DiGraph, output_topic: str) -> set:
+def anomalous_nodes(
+    check: str, key: ExampleKeys, graph: nx.DiGraph, output_topics: tuple[str, ...]
+) -> set:
     """The nodes the example is about, so the drawing shows where the anomaly sits.
 
     Isolation checks mark the read (a reader saw what it should not; a whole transaction for
@@ -444,8 +455,8 @@ def anomalous_nodes(check: str, key: ExampleKeys, graph: nx.DiGraph, output_topi
         txn = txn_node(key.log_txn)
     inputs = {f"in:{key.id}"} if key.id is not None and check != PHANTOM.name else set()
     output, readers = None, set()
-    if key.position is not None and key.position[0] == output_topic:
-        output = f"out:{key.position[1]}:{key.position[2]}"
+    if key.position is not None and key.position[0] in output_topics:
+        output = output_node(*key.position, output_topics)
         readers = {
             node
             for node, data in graph.nodes(data=True)

@@ -106,6 +106,26 @@ def build_parser() -> argparse.ArgumentParser:
         "(docs/byo.md)",
     )
     run.add_argument(
+        "--input-topics",
+        help="--workload byo: the topics your pipeline reads, comma-separated, each "
+        "NAME[:PARTITIONS[:REPLICATION]] (default: one, named for the run; docs/byo.md)",
+    )
+    run.add_argument(
+        "--output-topics",
+        help="--workload byo: the topics your pipeline writes; each input id is judged "
+        "delivered exactly once across them (default: one, named for the run)",
+    )
+    run.add_argument(
+        "--dead-letter-topics",
+        help="--workload byo: where your pipeline puts the records it rejects; an id there "
+        "counts as delivered, once across these and the output topics",
+    )
+    run.add_argument(
+        "--fan-out-topics",
+        help="--workload byo: topics your pipeline writes every record to besides its output "
+        "(an audit log, a copy); each must hold each input id exactly once, on its own",
+    )
+    run.add_argument(
         "--input-id-from",
         help="with --input, where an input record holds its id: key, header:NAME, json:PATH "
         "(default: as --id-from)",

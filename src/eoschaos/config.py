@@ -29,6 +29,7 @@ from eoschaos.clusters.broker_config import ClusterSpec
 from eoschaos.contract.capabilities import Capabilities
 from eoschaos.contract.errors import EoschaosError
 from eoschaos.contract.rundir import SCHEDULE_FILE
+from eoschaos.contract.topics import TopicSpec
 from eoschaos.workloads import registry
 from eoschaos.workloads.harness.containers import require_image
 from eoschaos.workloads.harness.expected import load_expect
@@ -39,6 +40,7 @@ from eoschaos.workloads.harness.reader import IdSource
 BACKENDS = ("process", "containers")
 DEFAULT_DURATION_S = 30.0
 
+TOPIC_LISTS = ("input_topics", "output_topics", "dead_letter_topics", "fan_out_topics")
 # The options of a run by `eoschaos run`'s long names; the first group is the pipeline's.
 PIPELINE_OPTIONS = (
     "workload",
@@ -56,6 +58,8 @@ PIPELINE_OPTIONS = (
     "partitions",
     "input_topic",
     "output_topic",
+    *TOPIC_LISTS,
+    "run_tag",
     "group",
     "client_version",
 )
@@ -87,6 +91,7 @@ def names_of_a_run(workload: str, label: str = "") -> dict[str, str]:
         "input_topic": f"input-{tag}",
         "output_topic": f"output-{tag}",
         "group": f"eoschaos-{workload}-{tag}",
+        "run_tag": tag,  # after each topic a byo run names (--input-topics, ...)
     }
 
 
@@ -168,9 +173,24 @@ class RunConfig:
         if self.workload == "streams":  # the client its app was built against, always named
             pipeline["client_version"] = self.pipeline.client_version or self.kafka_version
         # only where the user gave them
-        for optional in ("input", "input_id_from", "pipeline_image"):
-            if not pipeline[optional]:
-                pipeline.pop(optional)
+        for name in ("input", "input_id_from", "pipeline_image"):
+            if not pipeline[name]:
+                pipeline.pop(name)
+        # The topic lists as created (the run's tag after each name: what the history's
+        # events name), each only where it says more than input_topic and output_topic do
+        pipeline.pop("run_tag")
+        created = {
+            "input_topics": self.pipeline.input_specs,
+            "output_topics": self.pipeline.output_specs,
+            "dead_letter_topics": self.pipeline.dead_letter_specs,
+            "fan_out_topics": self.pipeline.fan_out_specs,
+        }
+        for listed, specs in created.items():
+            entries = [spec.entry for spec in specs]
+            if entries in ([], [self.pipeline.input_topic], [self.pipeline.output_topic]):
+                pipeline.pop(listed)
+            else:
+                pipeline[listed] = entries
         run = asdict(self)
         run.pop("pipeline")
         return {**pipeline, **run, "duration": self.duration, "command": self.command_line()}
@@ -220,9 +240,21 @@ class RunConfig:
             except ValueError as exc:
                 raise EoschaosError(str(exc)) from exc
             record_of = load_input(pipeline.input, pipeline.seed)
-            check_input(pipeline.input, record_of, ids, pipeline.records)
+            given = tuple(pipeline.input_names)
+            check_input(pipeline.input, record_of, ids, pipeline.records, given)
         if pipeline.pipeline_image:
             require_image(pipeline.pipeline_image)  # the runtime and the image, now
+        for entry in (
+            pipeline.input_topics
+            + pipeline.output_topics
+            + (pipeline.dead_letter_topics + pipeline.fan_out_topics)
+        ):
+            spec = TopicSpec.parse(entry, "topic")
+            if spec.replication is not None and spec.replication > self.brokers:
+                raise EoschaosError(
+                    f"topic {spec.name} asks for replication {spec.replication} on "
+                    f"{self.brokers} brokers; give at most {self.brokers}, or more --brokers"
+                )
         kafka_dist.parse_version(self.kafka_version)
         if pipeline.client_version and not re.fullmatch(r"\d+\.\d+\.\d+", pipeline.client_version):
             raise EoschaosError(
@@ -282,6 +314,14 @@ class RunConfig:
             line += ["--input", pipeline.input]
         if pipeline.input_id_from:
             line += ["--input-id-from", pipeline.input_id_from]
+        for option, topics in (
+            ("--input-topics", pipeline.input_topics),
+            ("--output-topics", pipeline.output_topics),
+            ("--dead-letter-topics", pipeline.dead_letter_topics),
+            ("--fan-out-topics", pipeline.fan_out_topics),
+        ):
+            if topics:
+                line += [option, ",".join(topics)]
         line += ["--records", str(pipeline.records), "--instances", str(pipeline.instances)]
         line += ["--partitions", str(pipeline.partitions), "--kafka-version", self.kafka_version]
         if pipeline.client_version:

@@ -250,7 +250,7 @@ def _record_log_batches(
     Three reads of the stopped-writing logs by Kafka's tool, each a JVM of its own, at once
     (the writer takes one row at a time)."""
     writer = HistoryWriter(run_dir, LOG_BATCHES)
-    topics = {config.pipeline.input_topic, config.pipeline.output_topic}
+    topics = set(config.pipeline.topics.all)
     dumps = {
         "log batch headers": lambda: record_log_batches(
             cluster.dist, cluster.data_dirs(), topics, writer

@@ -54,9 +54,9 @@ def _agreement(spark, run_dir: Path) -> dict:
     history = load_history(spark, run_dir)
     try:
         log = history.kind(LOG_BATCH_KIND)
-        topics = (history.input_topic, history.output_topic)
-        log_rows = producer_rows(log, offset_commits(log), *topics)
-        log_txns = log_transaction_table(log_rows, topics)
+        topics = history.topics
+        log_rows = producer_rows(log, offset_commits(log), topics.inputs, topics.written)
+        log_txns = log_transaction_table(log_rows, topics.all)
         txns = [row.asDict() for row in transaction_table(history).collect()]
         table = [row.asDict(recursive=True) for row in log_txns.collect()]
         counts = (outcome_counts(txns), fate_counts(table))

@@ -241,7 +241,7 @@ def test_zombie_write_marks_the_transaction_with_its_committed_offsets(planted_s
 
 def test_max_anomalies_bounds_the_number_of_subgraphs(planted):
     checks = failing("delivery.lost", *({"id": id_} for id_ in range(8)))
-    assert len(anomaly_subgraphs(planted, checks, INPUT, OUTPUT, max_anomalies=3)) == 3
+    assert len(anomaly_subgraphs(planted, checks, (INPUT,), (OUTPUT,), max_anomalies=3)) == 3
 
 
 def test_every_failing_check_is_drawn_before_any_is_drawn_twice(planted):
@@ -249,7 +249,7 @@ def test_every_failing_check_is_drawn_before_any_is_drawn_twice(planted):
         **failing("delivery.lost", *({"id": id_} for id_ in range(8))),
         **failing("delivery.duplicate", {"id": 2}),
     }
-    drawn = anomaly_subgraphs(planted, checks, INPUT, OUTPUT, max_anomalies=2)
+    drawn = anomaly_subgraphs(planted, checks, (INPUT,), (OUTPUT,), max_anomalies=2)
     assert [a["check"] for a in drawn] == ["delivery.lost", "delivery.duplicate"]
 
 
@@ -257,7 +257,7 @@ def test_every_record_anomaly_the_checkers_report_is_drawn_with_its_nodes_marked
     run = generate(spark, tmp_path / "run", plants=Plants(**dict.fromkeys(PLANT_CHECKS, 1)))
     checks = results_of(check_run(spark, run.run_dir, lineage=False))
     failed = {name for name, check in checks.items() if check.failed}
-    drawn = anomaly_subgraphs(load_history(spark, run.run_dir), checks, INPUT, OUTPUT, 20)
+    drawn = anomaly_subgraphs(load_history(spark, run.run_dir), checks, (INPUT,), (OUTPUT,), 20)
     # liveness examples name partitions and transactional.ids (unseen's name input records),
     # aggregate ones keys, stale commits a transactional.id and a moment: no lineage
     not_records = ("liveness.", "aggregate.", "fencing.stale-commit")
@@ -275,7 +275,7 @@ def test_serial_transactions_form_no_cycle(clean_section):
 def test_transactions_interleaved_across_partitions_form_a_g0_cycle(spark, tmp_path):
     crossed = [Txn(0, 0, [(0, 0, 0), (2, 1, 1)]), Txn(1, 0, [(1, 0, 1), (3, 1, 0)])]
     history = load_history(spark, write_run(tmp_path / "run", crossed, ids=range(4)))
-    cycles = dependency_cycles(history, INPUT, OUTPUT)
+    cycles = dependency_cycles(history, (INPUT,), (OUTPUT,))
     assert (cycles["G0"], cycles["G1c"]) == (1, 0)
     assert cycles["examples"][0]["cycle"] == ["0.0.0", "1.0.0", "0.0.0"]
     assert "not part of the verdict" in cycles["note"]
@@ -292,7 +292,7 @@ def test_a_cycle_through_one_processors_order_is_g0_process_and_g0_realtime(spar
     # 0.0.0 then 0.0.1 in one process; ww 0.0.1 → 1.0.0 on p0 and 1.0.0 → 0.0.0 on p1
     txns = [Txn(0, 0, [(3, 1, 1)]), Txn(0, 1, [(0, 0, 0)]), Txn(1, 0, [(2, 0, 1), (1, 1, 0)])]
     history = load_history(spark, write_run(tmp_path / "run", txns, ids=range(4)))
-    cycles = dependency_cycles(history, INPUT, OUTPUT)
+    cycles = dependency_cycles(history, (INPUT,), (OUTPUT,))
     assert (cycles["G0"], cycles["G0-process"], cycles["G0-realtime"]) == (0, 1, 1)
     example = next(e for e in cycles["examples"] if e["anomaly"] == "G0-process")
     assert example["cycle"] == ["0.0.0", "0.0.1", "1.0.0", "0.0.0"]
@@ -302,7 +302,7 @@ def test_a_cycle_through_one_processors_order_is_g0_process_and_g0_realtime(spar
 def test_a_ww_cycle_against_the_order_transactions_ran_in_is_also_g0_realtime(spark, tmp_path):
     crossed = [Txn(0, 0, [(0, 0, 0), (2, 1, 1)]), Txn(1, 0, [(1, 0, 1), (3, 1, 0)])]
     history = load_history(spark, write_run(tmp_path / "run", crossed, ids=range(4)))
-    cycles = dependency_cycles(history, INPUT, OUTPUT)
+    cycles = dependency_cycles(history, (INPUT,), (OUTPUT,))
     assert (cycles["G0"], cycles["G0-process"], cycles["G0-realtime"]) == (1, 0, 1)
     assert cycles["implies"]["G0"] == ["G0-process", "G1c"]
 
@@ -342,7 +342,7 @@ def test_a_large_transaction_is_drawn_nearest_the_anomaly_and_the_rest_counted()
         }
         for offset in range(50)
     ]
-    graph = lineage_graph(rows, [], [], INPUT, OUTPUT)
+    graph = lineage_graph(rows, [], [], (INPUT,), (OUTPUT,))
     drawing = serialize(graph, {"out:0:49"})
     outputs = [node["id"] for node in drawing["nodes"] if node["type"] == "output"]
     assert len(outputs) == MAX_NODES_PER_TYPE

@@ -170,7 +170,7 @@ def history(spark, run_dir) -> History:
 @pytest.fixture(scope="module")
 def log_txns(history: History):
     log = history.kind(LOG_BATCH_KIND)
-    rows = producer_rows(log, offset_commits(log), INPUT, OUTPUT)
+    rows = producer_rows(log, offset_commits(log), (INPUT,), (OUTPUT,))
     return transaction_table(rows, (INPUT, OUTPUT)).cache()
 
 
@@ -178,7 +178,7 @@ def drawn(history: History, log_txns, check: str, example: dict) -> list[dict]:
     """The anomaly drawings of one failing example (the section's, without its whole-history
     parts)."""
     checks = {check: CheckResult("FAIL", 1, "", examples=[example])}
-    return anomaly_subgraphs(history, checks, INPUT, OUTPUT, 12, log_txns)
+    return anomaly_subgraphs(history, checks, (INPUT,), (OUTPUT,), 12, log_txns)
 
 
 def edges(anomaly: dict, kind: str) -> set[tuple[str, str]]:

@@ -233,7 +233,7 @@ def judged_logs(spark):
     def judge(pipeline: Pipeline) -> dict:
         lines = spark.sparkContext.parallelize([json.dumps(row) for row in pipeline.rows])
         log = spark.read.schema(SCHEMA_DDL).json(lines)
-        rows = producer_rows(log, offset_commits(log), INPUT_TOPIC, OUTPUT_TOPIC)
+        rows = producer_rows(log, offset_commits(log), (INPUT_TOPIC,), (OUTPUT_TOPIC,))
         table = transaction_table(rows, (INPUT_TOPIC, OUTPUT_TOPIC))
         found = tally_found(judge_log_transactions(table, output_pieces(rows), True)[1], 5)
         return {name: result(CATALOGUE[name], found.get(name)).to_json() for name in CHECKS}
@@ -249,7 +249,7 @@ def judged_reads(spark):
     def judge(pipeline: Pipeline, reads: list[tuple[str, int, float]]) -> dict:
         lines = spark.sparkContext.parallelize([json.dumps(row) for row in pipeline.rows])
         log = spark.read.schema(SCHEMA_DDL).json(lines)
-        rows = producer_rows(log, offset_commits(log), INPUT_TOPIC, OUTPUT_TOPIC)
+        rows = producer_rows(log, offset_commits(log), (INPUT_TOPIC,), (OUTPUT_TOPIC,))
         frame = spark.createDataFrame(
             [(reader, OUT_PARTITION, offset, offset, time) for reader, offset, time in reads],
             "reader string, partition int, offset long, id long, time double",
@@ -450,7 +450,7 @@ def test_an_aborted_offset_read_names_the_transaction_whose_abort_covers_it(spar
     pipeline.transaction(fate="ABORT")
     lines = spark.sparkContext.parallelize([json.dumps(row) for row in pipeline.rows])
     log = spark.read.schema(SCHEMA_DDL).json(lines)
-    rows = producer_rows(log, offset_commits(log), INPUT_TOPIC, OUTPUT_TOPIC)
+    rows = producer_rows(log, offset_commits(log), (INPUT_TOPIC,), (OUTPUT_TOPIC,))
     example = {"topic": OUTPUT_TOPIC, "partition": OUT_PARTITION, "offset": OUTPUT_START + 15}
     input_example = {"topic": INPUT_TOPIC, "partition": OUT_PARTITION, "offset": OUTPUT_START}
     name_transactions(output_pieces(rows), [example, input_example], OUTPUT_TOPIC)

@@ -109,7 +109,7 @@ def words_of_duplicate(history: History, id_: int) -> list[str]:
     log = history.kind(LOG_BATCH_KIND)
     plain = PlainLog(offset_commits(log), topic_batches(log, OUTPUT))
     checks = {"delivery.duplicate": CheckResult("FAIL", 1, "", examples=[{"id": id_}])}
-    [anomaly] = anomaly_subgraphs(history, checks, INPUT, OUTPUT, 12, None, plain)
+    [anomaly] = anomaly_subgraphs(history, checks, (INPUT,), (OUTPUT,), 12, None, plain)
     return anomaly["from_logs"]
 
 

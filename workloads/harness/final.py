@@ -81,9 +81,11 @@ def final_scan(
     progress: Callable[[str], None],
     *,
     ids: dict[str, IdSource] | None = None,
+    together: tuple[str, ...] = (),
 ) -> ScanResult:
     """Read `topics` from the beginning to the end offsets of `isolation`, as of now; `ids`:
-    where each topic's records name their id (TopicReader)."""
+    where each topic's records name their id, `together`: topics an id belongs in once
+    across (TopicReader)."""
     admin = admin_for(bootstrap)
     committed = isolation == "read_committed"
     targets = {
@@ -101,6 +103,7 @@ def final_scan(
             ids=ids,
             # ids count up from 0 and the scan reads no more records than its end offsets
             repeats_below=sum(targets.values()),
+            together=together,
         )
         try:
             reached = reader.drain(targets, timeout, progress)
@@ -155,32 +158,37 @@ def record_end_state(
     run_dir: Path,
     dist: KafkaDistribution,
     *,
-    input_topic: str,
-    output_topic: str,
+    input_topics: tuple[str, ...],
+    output_topics: tuple[str, ...],
     group: str,
     txn_ids: set[str] | None,
 ) -> None:
-    """The end state: each topic's log end and LSO per partition, the group's committed input
-    offsets, and the transactions still open. Every part is read before any is written, and
-    then all rows go to disk in one write: a run killed while the end state is being read
+    """The end state: each topic's log end and LSO per partition (the outputs' with the
+    dead-letter topics), the group's committed input offsets, and the transactions still
+    open. Every part is read before any is written, and then all rows go to disk in one
+    write: a run killed while the end state is being read
     (the open-transactions tool is a JVM that takes seconds) leaves no end state rather than
     part of one, so its re-check says the run is unfinished instead of judging a history
     whose missing open transactions look like none."""
     admin = admin_for(bootstrap)
     rows: list[tuple[str, dict[str, Any]]] = []
-    for topic in (input_topic, output_topic):
+    for topic in (*input_topics, *output_topics):
         high = end_offsets(admin, topic, committed=False)
         stable = end_offsets(admin, topic, committed=True)
         rows += [
             ("log-end", {"topic": topic, "partition": p, "offset": high[p], "lso": stable[p]})
             for p in sorted(high)
         ]
-    committed = _group_offsets_retrying(bootstrap, group, input_topic)
+    committed = {
+        (topic, p): offset
+        for topic in input_topics
+        for p, offset in _group_offsets_retrying(bootstrap, group, topic).items()
+    }
     # A group that committed nothing at all is a pipeline that keeps its offsets elsewhere
     # (Spark's checkpoint): no rows, and the checkers say the check does not apply.
     if any(offset is not None for offset in committed.values()):
-        for p, offset in sorted(committed.items()):
-            rows.append(("group-offset", {"topic": input_topic, "partition": p, "offset": offset}))
+        for (topic, p), offset in committed.items():
+            rows.append(("group-offset", {"topic": topic, "partition": p, "offset": offset}))
     for row in open_transactions(dist, bootstrap, txn_ids):
         params = json.dumps(row, sort_keys=True)
         rows.append(("open-txn", {"txn_id": row["TransactionalId"], "params": params}))

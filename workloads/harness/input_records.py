@@ -4,8 +4,9 @@ The seeder's own record is key = the id as ASCII decimal, value `value-<id>`. A 
 parses records of its own (JSON orders, a payment with an account and an amount), and judging
 an adapter that turns ours into those would judge the adapter. So `--input MODULE:FUNCTION` (or
 `FILE.py:FUNCTION`) names the user's: called as FUNCTION(id, seed) for each id, it returns a
-mapping of `key`, `value` and `headers` (each optional; text is sent as UTF-8, a dict or list
-value as JSON, headers as a mapping or a list of pairs). The id must be where the input's
+mapping of `topic`, `key`, `value` and `headers` (each optional; the topic one of the run's
+input topics, by default id mod their number; text is sent as UTF-8, a dict or list value as
+JSON, headers as a mapping or a list of pairs). The id must be where the input's
 IdSource (`--input-id-from`) finds it: the final scans name each input record by it, and
 everything downstream is what it is for our own input.
 
@@ -26,16 +27,18 @@ from eoschaos.workloads.harness.reader import IdSource
 from eoschaos.workloads.harness.user_function import load_function
 
 CHECKED_IDS = 1000
-RECORD_PARTS = ("key", "value", "headers")
+RECORD_PARTS = ("topic", "key", "value", "headers")
 
 
 @dataclass(frozen=True)
 class SeedRecord:
-    """What the seeder sends for one id (its topic and partition are the seeder's)."""
+    """What the seeder sends for one id (its partition is the seeder's; so is its topic,
+    where the record names none)."""
 
     key: bytes | None
     value: bytes | None
     headers: tuple[tuple[str, bytes], ...] = ()
+    topic: str | None = None
 
 
 RecordFunction = Callable[[int], SeedRecord]
@@ -57,10 +60,13 @@ def load_input(spec: str, seed: int) -> RecordFunction:
     return record_of
 
 
-def check_input(spec: str, record_of: RecordFunction, ids: IdSource, records: int) -> None:
+def check_input(
+    spec: str, record_of: RecordFunction, ids: IdSource, records: int, topics: tuple[str, ...]
+) -> None:
     """Refuse (EoschaosError, one line) a record function that raises, answers other than a
-    record, or puts an id where `ids` does not find it, on the first CHECKED_IDS ids and the
-    last: a run would judge the wrong ids, or stop midway."""
+    record, names a topic that is not one of the input `topics`, or puts an id where `ids`
+    does not find it, on the first CHECKED_IDS ids and the last: a run would judge the wrong
+    ids, or stop midway."""
     for record_id in sorted({*range(min(records, CHECKED_IDS)), max(records - 1, 0)}):
         try:
             record = record_of(record_id)
@@ -70,6 +76,11 @@ def check_input(spec: str, record_of: RecordFunction, ids: IdSource, records: in
             raise EoschaosError(
                 f"--input {spec!r} raised {type(exc).__name__}: {exc} for id {record_id}"
             ) from None
+        if record.topic is not None and record.topic not in topics:
+            raise EoschaosError(
+                f"--input {spec!r} sends id {record_id} to topic {record.topic!r}, which is not "
+                f"an input topic; return one of {', '.join(topics)}, or add it to --input-topics"
+            )
         found = ids.find(record.key, record.value, list(record.headers))
         if found != record_id:
             where = "no id" if found is None else f"id {found}"
@@ -91,6 +102,7 @@ def _shaped(spec: str, record_id: int, returned: Any) -> SeedRecord:
             _bytes(returned.get("key")),
             _bytes(returned.get("value")),
             _headers(returned.get("headers")),
+            _topic(returned.get("topic")),
         )
     except TypeError as exc:
         raise EoschaosError(f"--input {spec!r}, id {record_id}: {exc}") from None
@@ -104,6 +116,12 @@ def _bytes(part: Any) -> bytes | None:
     if isinstance(part, dict | list):
         return json.dumps(part, separators=(",", ":")).encode()
     raise TypeError(f"a key or value is text, bytes, a dict or a list, not {_shown(part)}")
+
+
+def _topic(topic: Any) -> str | None:
+    if topic is None or isinstance(topic, str):
+        return topic
+    raise TypeError(f"a topic is text, not {_shown(topic)}")
 
 
 def _headers(headers: Any) -> tuple[tuple[str, bytes], ...]:

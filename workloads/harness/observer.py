@@ -1,4 +1,4 @@
-"""Writer `observer`: a downstream reader of the output topic while the pipeline runs.
+"""Writer `observer`: a downstream reader of the output topics while the pipeline runs.
 
 It sees the output as a consumer application would, as it is committed (read_committed) —
 or, in mode read-uncommitted, as it is written, aborted transactions included: the known-bad
@@ -22,16 +22,17 @@ class Observer(threading.Thread):
         self,
         bootstrap: str,
         run_dir: Path,
-        topic: str,
+        topics: tuple[str, ...],
         isolation: str,
         progress: Callable[[str], None],
         *,
         track_ids: int = 0,
         id_source: IdSource = KEY_IDS,
+        together: tuple[str, ...] = (),
     ) -> None:
         """`track_ids`: count the distinct ids below it that the output reflects (ids_seen)."""
         super().__init__(name=OBSERVER, daemon=True)
-        self._topic = topic
+        self._topics = topics
         self._progress = progress
         self._bootstrap_servers = bootstrap
         self._history = HistoryWriter(run_dir, OBSERVER)
@@ -39,10 +40,11 @@ class Observer(threading.Thread):
         self._reader = TopicReader(
             bootstrap,
             self._history,
-            {topic: partition_ids(admin_for(bootstrap), topic)},
+            {topic: partition_ids(admin_for(bootstrap), topic) for topic in topics},
             isolation,
             seen=self._seen,
-            ids={topic: id_source},
+            ids=dict.fromkeys(topics, id_source),
+            together=together,
             repeats_below=track_ids,
         )
         self._drain_timeout = 0.0
@@ -77,8 +79,12 @@ class Observer(threading.Thread):
                 self._records_seen += self._reader.poll()
             committed = self._reader.isolation == "read_committed"
             # an admin handle only for this: one held for the run would outlive the cluster
-            ends = end_offsets(admin_for(self._bootstrap_servers), self._topic, committed=committed)
-            self.targets = {(self._topic, p): end for p, end in ends.items()}
+            handle = admin_for(self._bootstrap_servers)
+            self.targets = {
+                (topic, p): end
+                for topic in self._topics
+                for p, end in end_offsets(handle, topic, committed=committed).items()
+            }
             self.reached = self._reader.drain(self.targets, self._drain_timeout, self._progress)
             short = {pos: end for pos, end in self.targets.items() if self.reached[pos] < end}
             if short:

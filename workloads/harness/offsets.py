@@ -66,8 +66,10 @@ def group_offsets(bootstrap: str, group: str, topic: str) -> dict[int, int | Non
     return {p: offset for (_, p), offset in _in_child(bootstrap, group, topic).items()}
 
 
-def group_lag(bootstrap: str, admin: AdminClient, group: str, input_topic: str) -> int | None:
-    """How far the group is behind: over every partition it committed offsets for (the input,
+def group_lag(
+    bootstrap: str, admin: AdminClient, group: str, input_topics: tuple[str, ...]
+) -> int | None:
+    """How far the group is behind: over every partition it committed offsets for (the inputs,
     and any topic the pipeline consumes internally, e.g. a Streams repartition topic), plus
     the input partitions it never committed, the log end minus the committed offset. None if
     the group committed nothing at all."""
@@ -75,13 +77,13 @@ def group_lag(bootstrap: str, admin: AdminClient, group: str, input_topic: str) 
     if not committed:
         return None
     ends: dict[tuple[str, int], int] = {}
-    for topic in {input_topic, *(t for t, _ in committed)}:
+    for topic in {*input_topics, *(t for t, _ in committed)}:
         for p, end in end_offsets(admin, topic, committed=False).items():
             ends[(topic, p)] = end
     return sum(
         end - (committed.get(place) or 0)
         for place, end in ends.items()
-        if place in committed or place[0] == input_topic
+        if place in committed or place[0] in input_topics
     )
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
@@ -32,9 +32,15 @@ from eoschaos.clusters import admin
 from eoschaos.clusters.kafka_dist import KafkaDistribution
 from eoschaos.contract import instance_env
 from eoschaos.contract.progress import progress_to_stderr
+from eoschaos.contract.topics import RunTopics, TopicSpec, parse_topics, topic_names
 from eoschaos.workloads.harness.expected import load_expect, record_expected
 from eoschaos.workloads.harness.final import ScanResult, final_scan, record_end_state, wait_settled
-from eoschaos.workloads.harness.input_records import load_input, seeded
+from eoschaos.workloads.harness.input_records import (
+    RecordFunction,
+    SeedRecord,
+    load_input,
+    seeded,
+)
 from eoschaos.workloads.harness.observer import Observer
 from eoschaos.workloads.harness.offsets import (
     admin_for,
@@ -74,8 +80,17 @@ class PipelineConfig:
     instances: int = 3
     seed: int = 0
     seed_seconds: float = 20.0
-    input_topic: str = "input-topic"
-    output_topic: str = "output-topic"
+    input_topic: str = "input-topic"  # the first input topic (the only one, by default)
+    output_topic: str = "output-topic"  # the first output topic
+    # byo: every topic of a role, NAME[:PARTITIONS[:REPLICATION]] each (eoschaos.contract.
+    # topics); empty: input_topic and output_topic alone, and no dead-letter topic
+    input_topics: tuple[str, ...] = ()
+    output_topics: tuple[str, ...] = ()
+    dead_letter_topics: tuple[str, ...] = ()
+    fan_out_topics: tuple[str, ...] = ()
+    # the run's own tag (eoschaos.config.names_of_a_run), after each name of those lists, so
+    # that no client of another run on the same cluster meets this run's topics
+    run_tag: str = ""
     group: str = "eoschaos-kip447"
     non_idempotent_seeder: bool = False
     id_from: str = "key"  # where output records name their source id (IdSource)
@@ -95,6 +110,61 @@ class PipelineConfig:
     client_version: str = ""
     extra_env: dict[str, str] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        """The lists as tuples (run.json's are lists), checked, and the first of each role
+        as input_topic and output_topic, which every one-topic reader goes by."""
+        self.input_topics = parse_topics(self.input_topics, "--input-topics")
+        self.output_topics = parse_topics(self.output_topics, "--output-topics")
+        self.dead_letter_topics = parse_topics(self.dead_letter_topics, "--dead-letter-topics")
+        self.fan_out_topics = parse_topics(self.fan_out_topics, "--fan-out-topics")
+        if self.input_topics:
+            self.input_topic = self.input_specs[0].name
+        if self.output_topics:
+            self.output_topic = self.output_specs[0].name
+
+    def _created(self, entries: tuple[str, ...], option: str) -> tuple[TopicSpec, ...]:
+        """The topics of a list as they are created: each name the user gave with the run's
+        tag after it (this run's alone, as its default topics are)."""
+        specs = (TopicSpec.parse(entry, option) for entry in entries)
+        if not self.run_tag:
+            return tuple(specs)
+        return tuple(replace(spec, name=f"{spec.name}-{self.run_tag}") for spec in specs)
+
+    @property
+    def input_specs(self) -> tuple[TopicSpec, ...]:
+        created = self._created(self.input_topics, "--input-topics")
+        return created or (TopicSpec(self.input_topic),)
+
+    @property
+    def output_specs(self) -> tuple[TopicSpec, ...]:
+        created = self._created(self.output_topics, "--output-topics")
+        return created or (TopicSpec(self.output_topic),)
+
+    @property
+    def dead_letter_specs(self) -> tuple[TopicSpec, ...]:
+        return self._created(self.dead_letter_topics, "--dead-letter-topics")
+
+    @property
+    def fan_out_specs(self) -> tuple[TopicSpec, ...]:
+        return self._created(self.fan_out_topics, "--fan-out-topics")
+
+    @property
+    def topics(self) -> RunTopics:
+        """The run's topics by role, as created."""
+        return RunTopics(
+            tuple(spec.name for spec in self.input_specs),
+            tuple(spec.name for spec in self.output_specs),
+            tuple(spec.name for spec in self.dead_letter_specs),
+            tuple(spec.name for spec in self.fan_out_specs),
+        )
+
+    @property
+    def input_names(self) -> dict[str, str]:
+        """Each input topic as the user named it (what an --input function returns) -> as
+        created."""
+        given = topic_names(self.input_topics) or (self.input_topic,)
+        return dict(zip(given, self.topics.inputs, strict=True))
+
     @property
     def input_ids(self) -> IdSource:
         """Where an input record holds its id: the key of the seeder's own records; in the
@@ -109,6 +179,16 @@ class PipelineConfig:
         """The transactional.ids the harness assigns are `<prefix>-<instance>`: the group's
         name, unique per run like the topics', so no client of another run can fence ours."""
         return self.group
+
+
+def _as_created(record_of: RecordFunction, names: dict[str, str]) -> RecordFunction:
+    """`record_of` with the topic it names (as the user named it) as created."""
+
+    def created(record_id: int) -> SeedRecord:
+        record = record_of(record_id)
+        return record if record.topic is None else replace(record, topic=names[record.topic])
+
+    return created
 
 
 class Pipeline(Protocol):
@@ -160,7 +240,9 @@ class PipelineWorkload:
         self.bootstrap = bootstrap
         self.instance_bootstrap = instance_bootstrap or (lambda _instance: bootstrap)
         self._expect = load_expect(config.expect) if config.expect else None
-        self._record_of = load_input(config.input, config.seed) if config.input else seeded
+        self._record_of = _as_created(
+            load_input(config.input, config.seed) if config.input else seeded, config.input_names
+        )
         self._crashed: dict[int, int] = {}  # instance -> the last incarnation a crash hit
         self.run_dir = Path(run_dir)
         self.dist = dist
@@ -186,17 +268,31 @@ class PipelineWorkload:
         return self.workload_dir / "pids"
 
     def setup(self) -> None:
-        """Create the topics and wait until every broker knows them."""
+        """Create the topics, each with its own partitions and replication where the user
+        gave them, and wait until every broker knows them."""
         config = self.config
-        names = [config.input_topic, config.output_topic, *self.pipeline.extra_topics]
+        specs = [
+            *config.input_specs,
+            *config.output_specs,
+            *config.dead_letter_specs,
+            *config.fan_out_specs,
+            *(TopicSpec(name) for name in self.pipeline.extra_topics),
+        ]
         topics = [
-            NewTopic(name, num_partitions=config.partitions, replication_factor=REPLICATION_FACTOR)
-            for name in names
+            NewTopic(
+                spec.name,
+                num_partitions=spec.partitions or config.partitions,
+                replication_factor=spec.replication or REPLICATION_FACTOR,
+            )
+            for spec in specs
         ]
         admin.create_topics(self._admin, topics, TOPIC_READY_TIMEOUT_S)
-        for topic in names:
-            self._wait_topic_known(topic, TOPIC_READY_TIMEOUT_S)
-        self._progress(f"topics {', '.join(names)}: {config.partitions} partitions")
+        for topic in topics:
+            self._wait_topic_known(topic.topic, topic.num_partitions, TOPIC_READY_TIMEOUT_S)
+        self._progress(
+            "topics "
+            + ", ".join(f"{topic.topic} ({topic.num_partitions} partitions)" for topic in topics)
+        )
 
     def start(self, hold_input: Callable[[], bool] | None = None) -> None:
         """Start the observer, the instances, then the seeder; the seeder sends nothing while
@@ -205,11 +301,12 @@ class PipelineWorkload:
         self._observer = Observer(
             self.bootstrap,
             self.run_dir,
-            config.output_topic,
+            config.topics.written,
             self.pipeline.observer_isolation,
             self._progress,
             track_ids=config.records,
             id_source=IdSource(config.id_from),
+            together=config.topics.delivered_to,
         )
         self._observer.start()
         self.pipeline.prepare(self.workload_dir)
@@ -220,8 +317,7 @@ class PipelineWorkload:
         self._seeder = Seeder(
             self.bootstrap,
             self.run_dir,
-            config.input_topic,
-            config.partitions,
+            {spec.name: spec.partitions or config.partitions for spec in config.input_specs},
             config.records,
             config.seed_seconds,
             non_idempotent=config.non_idempotent_seeder,
@@ -245,6 +341,10 @@ class PipelineWorkload:
             instance_env.BOOTSTRAP_SERVERS: self.instance_bootstrap(instance),
             instance_env.INPUT_TOPIC: config.input_topic,
             instance_env.OUTPUT_TOPIC: config.output_topic,
+            instance_env.INPUT_TOPICS: ",".join(config.topics.inputs),
+            instance_env.OUTPUT_TOPICS: ",".join(config.topics.outputs),
+            instance_env.DEAD_LETTER_TOPICS: ",".join(config.topics.dead_letters),
+            instance_env.FAN_OUT_TOPICS: ",".join(config.topics.fan_outs),
             instance_env.MODE: config.mode,
             instance_env.INSTANCE: str(instance),
             instance_env.INCARNATION: str(incarnation),
@@ -311,7 +411,10 @@ class PipelineWorkload:
         supervisor.kill_instance(instance)
 
     def _output_end(self) -> int:
-        return sum(end_offsets(self._admin, self.output_topic, committed=False).values())
+        return sum(
+            sum(end_offsets(self._admin, topic, committed=False).values())
+            for topic in self.config.topics.written
+        )
 
     def state_dir(self, instance: int) -> Path:
         return self.workload_dir / "state" / f"instance-{instance}"
@@ -362,9 +465,11 @@ class PipelineWorkload:
             time.sleep(0.25)
         if not self._output_seen(observer):
             log = self._running_supervisor().log_of(0, 0)
+            topics = self.config.topics
             raise WorkloadFailed(
-                f"workload {self.config.workload} wrote no output to {self.config.output_topic} "
-                f"in {timeout:.0f}s (does it read {self.config.input_topic}?); read {log}"
+                f"workload {self.config.workload} wrote no output to "
+                f"{', '.join(topics.written)} in {timeout:.0f}s (does it read "
+                f"{', '.join(topics.inputs)}?); read {log}"
             )
         # Slow to settle, but working: the run goes on and the history shows the rebalances.
         self._progress(f"the group did not stabilise with {wanted} members in {timeout:.0f}s")
@@ -420,7 +525,9 @@ class PipelineWorkload:
         if self._expect is None and observer.ids_seen < acked:
             return f"{acked - observer.ids_seen} acknowledged ids not in the output yet"
         try:
-            lag = group_lag(self.bootstrap, self._admin, self.config.group, self.input_topic)
+            lag = group_lag(
+                self.bootstrap, self._admin, self.config.group, self.config.topics.inputs
+            )
         except RuntimeError as exc:  # the query crashed; the next one may not
             return f"group lag unknown ({exc})"
         # None: the group committed nothing, the pipeline keeps its offsets elsewhere (Spark's
@@ -446,7 +553,13 @@ class PipelineWorkload:
         """Wait out abandoned transactions, scan both topics at both isolations, and record
         the end state. Returns the scans by writer (with what each reached)."""
         config = self.config
-        topics = [config.input_topic, config.output_topic]
+        run_topics = config.topics
+        output_ids = IdSource(config.id_from)
+        ids = {
+            **dict.fromkeys(run_topics.inputs, config.input_ids),
+            **dict.fromkeys(run_topics.written, output_ids),
+        }
+        topics = list(ids)
         wait_settled(self.bootstrap, topics, SETTLE_TIMEOUT_S, self._progress)
         for isolation in ("read_committed", "read_uncommitted"):
             scan = final_scan(
@@ -456,10 +569,8 @@ class PipelineWorkload:
                 isolation,
                 SCAN_TIMEOUT_S,
                 self._progress,
-                ids={
-                    config.input_topic: config.input_ids,
-                    config.output_topic: IdSource(config.id_from),
-                },
+                ids=ids,
+                together=run_topics.delivered_to,
             )
             self.scans[scan.writer] = scan
         self.pipeline.record_outputs(self.bootstrap, self.run_dir)
@@ -468,7 +579,7 @@ class PipelineWorkload:
                 self.bootstrap,
                 self.run_dir,
                 self._expect,
-                config.input_topic,
+                run_topics.inputs,
                 config.input_ids,
                 config.output_topic,
                 EXPECTED_READ_TIMEOUT_S,
@@ -481,8 +592,8 @@ class PipelineWorkload:
             self.bootstrap,
             self.run_dir,
             self.dist,
-            input_topic=config.input_topic,
-            output_topic=config.output_topic,
+            input_topics=run_topics.inputs,
+            output_topics=run_topics.written,
             group=config.group,
             txn_ids=self.pipeline.transactional_ids(self._supervisor)
             if self._supervisor
@@ -509,16 +620,14 @@ class PipelineWorkload:
             raise RuntimeError("the workload is closed")
         return self._admin_client
 
-    def _wait_topic_known(self, topic: str, timeout: float) -> None:
+    def _wait_topic_known(self, topic: str, count: int, timeout: float) -> None:
         """A just-created topic can be missing from a broker's metadata for a moment; every
         client started next (observer, instances) must find all its partitions led."""
         deadline = time.monotonic() + timeout
         while True:
             described = self._admin.list_topics(topic=topic, timeout=5).topics.get(topic)
             partitions = described.partitions if described and described.error is None else {}
-            if len(partitions) == self.config.partitions and all(
-                p.leader >= 0 for p in partitions.values()
-            ):
+            if len(partitions) == count and all(p.leader >= 0 for p in partitions.values()):
                 return
             if time.monotonic() > deadline:
                 raise RuntimeError(f"topic {topic} not fully led {timeout:.0f}s after creation")

@@ -103,11 +103,13 @@ class TopicReader:
         seen: IdSet | None = None,
         ids: dict[str, IdSource] | None = None,
         repeats_below: int = 0,
+        together: tuple[str, ...] = (),
     ) -> None:
         """`ids`: where each topic's records name their id (the output's: the input record
         they came from); a topic not in it names it by its key. `repeats_below`: ids below it are
-        watched per topic, and a record whose id this reader already read there is kept as it
-        was -- a duplicate's copy, shown with its example."""
+        watched per topic (across the `together` topics as if one: the outputs and dead-letter
+        topics, where an id belongs once in all), and a record whose id this reader already
+        read there is kept as it was -- a duplicate's copy, shown with its example."""
         if isolation not in ISOLATIONS:
             raise ValueError(f"isolation must be one of {ISOLATIONS}, not {isolation!r}")
         self._history = history
@@ -133,7 +135,10 @@ class TopicReader:
         self._end_seen: dict[Position, int] = {}  # offset of the last end-of-partition event
         # records kept as they were: those that name no id, and repeats of an id per topic
         self._raw_left = dict.fromkeys(["no id", *partitions], RAW_RECORDS_PER_READER)
-        self._read_ids = {topic: IdSet(repeats_below) for topic in partitions}
+        shared = IdSet(repeats_below)
+        self._read_ids = {
+            topic: shared if topic in together else IdSet(repeats_below) for topic in partitions
+        }
 
     def poll(self) -> int:
         """Read one batch; returns how many records it held."""

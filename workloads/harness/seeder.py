@@ -55,7 +55,8 @@ def seeder_producer_config(bootstrap: str, non_idempotent: bool) -> dict[str, ob
 
 
 class Seeder(threading.Thread):
-    """Produces ids 0..records-1, each id's record (`record_of`), partition = id mod partitions.
+    """Produces ids 0..records-1, each id's record (`record_of`) to the record's topic (by
+    default input topic id mod topics), each topic's records to its partitions in turn.
 
     Choosing the partition here (instead of the producer's hash) spreads the ids evenly and
     lets the `send` invoke event name the partition before the producer has seen the record.
@@ -65,8 +66,7 @@ class Seeder(threading.Thread):
         self,
         bootstrap: str,
         run_dir: Path,
-        topic: str,
-        partitions: int,
+        topics: dict[str, int],
         records: int,
         seconds: float,
         *,
@@ -80,11 +80,12 @@ class Seeder(threading.Thread):
         self.held_s = 0.0  # seconds the input was held back by `hold`
         self._producer_config = seeder_producer_config(bootstrap, non_idempotent)
         self._history = HistoryWriter(run_dir, SEEDER)
-        self._topic = topic
-        self._partitions = partitions
+        self._topics = topics  # input topic -> its partitions
+        self._order = list(topics)
+        self._sent_to = dict.fromkeys(topics, 0)  # records sent to each topic so far
         self._records = records
         self._seconds = seconds
-        self._unreported: set[int] = set()
+        self._unreported: dict[int, tuple[str, int]] = {}  # id -> its topic and partition
         self._sent = 0
         self.acked = 0  # records with a successful delivery report
         self._lock = threading.Lock()
@@ -117,14 +118,14 @@ class Seeder(threading.Thread):
         finally:
             producer.flush(STOP_FLUSH_TIMEOUT_S)
             with self._lock:
-                for record_id in sorted(self._unreported):
+                for record_id, (topic, partition) in sorted(self._unreported.items()):
                     self._history.record(
                         "send",
                         "info",
                         "send",
                         id=record_id,
-                        topic=self._topic,
-                        partition=record_id % self._partitions,
+                        topic=topic,
+                        partition=partition,
                         error="unreported",
                     )
             self._history.close()
@@ -152,30 +153,34 @@ class Seeder(threading.Thread):
             self._all_reported.set()
 
     def _send(self, producer: Producer, record_id: int) -> None:
-        partition = record_id % self._partitions
+        record = self._record_of(record_id)
+        topic = record.topic or self._order[record_id % len(self._order)]
+        partition = self._sent_to[topic] % self._topics[topic]
+        self._sent_to[topic] += 1
         with self._lock:
-            self._unreported.add(record_id)
+            self._unreported[record_id] = (topic, partition)
             self._sent += 1
         self._history.record(
-            "send", "invoke", "send", id=record_id, topic=self._topic, partition=partition
+            "send", "invoke", "send", id=record_id, topic=topic, partition=partition
         )
-        record = self._record_of(record_id)
         while True:
             try:
                 producer.produce(
-                    self._topic,
+                    topic,
                     key=record.key,
                     value=record.value,
                     headers=list(record.headers) or None,
                     partition=partition,
-                    on_delivery=functools.partial(self._delivered, record_id),
+                    on_delivery=functools.partial(self._delivered, record_id, topic),
                 )
                 break
             except BufferError:  # local queue full: serve delivery reports, then retry
                 producer.poll(0.1)
         producer.poll(0)
 
-    def _delivered(self, record_id: int, error: KafkaError | None, message: Message) -> None:
+    def _delivered(
+        self, record_id: int, topic: str, error: KafkaError | None, message: Message
+    ) -> None:
         if error is None:
             self.acked += 1
             self._history.record(
@@ -183,16 +188,16 @@ class Seeder(threading.Thread):
                 "ok",
                 "send",
                 id=record_id,
-                topic=self._topic,
+                topic=topic,
                 partition=message.partition(),
                 offset=message.offset(),
             )
         else:
             print(f"seeder: delivery of {record_id} failed: {error}", file=sys.stderr)
             self._history.record(
-                "send", "fail", "send", id=record_id, topic=self._topic, error=error.name()
+                "send", "fail", "send", id=record_id, topic=topic, error=error.name()
             )
         with self._lock:
-            self._unreported.discard(record_id)
+            self._unreported.pop(record_id, None)
             if not self._unreported and self._sent == self._records:
                 self._all_reported.set()

@@ -32,6 +32,8 @@ class Evidence(Enum):
     END_STATE = "end state"  # log-end rows
     GROUP_OFFSETS = "group offsets"  # the end state's committed offsets of the group
     LAG_BOUND = "a bound on realtime lag"  # the user's --max-lag (run.json's max_lag)
+    # one input and one output topic: the check places records by partition alone
+    ONE_TOPIC_EACH = "one input and one output topic"
 
 
 class Pass(Enum):
@@ -307,7 +309,7 @@ UNCOMMITTED_OFFSET_READ = CheckSpec(
     "ever closed: it read past the last stable offset. Judged by the record's offset against "
     "the brokers' logs (batch ranges and marker times), for any transactional pipeline.",
     Pass.LOG_TRANSACTIONS,
-    (Evidence.TRANSACTIONS, Evidence.BATCH_HEADERS),
+    (Evidence.TRANSACTIONS, Evidence.BATCH_HEADERS, Evidence.ONE_TOPIC_EACH),
     look="the read's time against its transaction's marker: a reader configured "
     "read_uncommitted, or a broker that served records above the last stable offset",
 )
@@ -397,7 +399,13 @@ UNSEEN = CheckSpec(
     "partition: the pipeline never moved past it (it stalled), so it is unseen, not lost "
     "(Jepsen's unseen against lost-write).",
     Pass.DELIVERY,
-    (Evidence.FINAL_SCAN, Evidence.OUTPUT_COPIES, Evidence.END_STATE, Evidence.GROUP_OFFSETS),
+    (
+        Evidence.FINAL_SCAN,
+        Evidence.OUTPUT_COPIES,
+        Evidence.END_STATE,
+        Evidence.GROUP_OFFSETS,
+        Evidence.ONE_TOPIC_EACH,
+    ),
     # the group's committed offset of that partition stayed below the input's end
     implies=(GROUP_OFFSETS.name,),
     look="the examples' partitions and the group's committed offset of each: the instance "
@@ -413,7 +421,7 @@ REALTIME_LAG = CheckSpec(
     "partition (judged only when the user sets the bound; the lag itself is always in the "
     "verdict's statistics and the report).",
     Pass.LOG_TRANSACTIONS,
-    (Evidence.TRANSACTIONS, Evidence.BATCH_HEADERS, Evidence.LAG_BOUND),
+    (Evidence.TRANSACTIONS, Evidence.BATCH_HEADERS, Evidence.LAG_BOUND, Evidence.ONE_TOPIC_EACH),
     look="the realtime lag chart: which partitions lagged, and the fault or stalled instance "
     "(its lane on the timeline) in that window",
     jepsen=(JepsenName("worst-realtime-lag"),),

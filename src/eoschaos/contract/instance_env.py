@@ -2,8 +2,12 @@
 a pipeline, bring-your-own ones included (docs/byo.md lists what each variable holds)."""
 
 BOOTSTRAP_SERVERS = "EOSCHAOS_BOOTSTRAP_SERVERS"  # the instance's own client lane, if it has one
-INPUT_TOPIC = "EOSCHAOS_INPUT_TOPIC"
-OUTPUT_TOPIC = "EOSCHAOS_OUTPUT_TOPIC"
+INPUT_TOPIC = "EOSCHAOS_INPUT_TOPIC"  # the first input topic
+OUTPUT_TOPIC = "EOSCHAOS_OUTPUT_TOPIC"  # the first output topic
+INPUT_TOPICS = "EOSCHAOS_INPUT_TOPICS"  # every input topic, comma-separated
+OUTPUT_TOPICS = "EOSCHAOS_OUTPUT_TOPICS"  # every output topic, comma-separated
+DEAD_LETTER_TOPICS = "EOSCHAOS_DEAD_LETTER_TOPICS"  # comma-separated; empty: none
+FAN_OUT_TOPICS = "EOSCHAOS_FAN_OUT_TOPICS"  # comma-separated; empty: none
 MODE = "EOSCHAOS_MODE"
 INSTANCE = "EOSCHAOS_INSTANCE"
 INCARNATION = "EOSCHAOS_INCARNATION"

@@ -29,7 +29,16 @@ from eoschaos.contract.errors import EoschaosError
 
 # Options the matrix sets per cell run itself: it shares one cluster per Kafka version and
 # gives every cell run its own topics and group.
-MATRIX_SET = ("kafka_version", "seed", "input_topic", "output_topic", "group", "backend", "image")
+MATRIX_SET = (
+    "kafka_version",
+    "seed",
+    "input_topic",
+    "output_topic",
+    "run_tag",
+    "group",
+    "backend",
+    "image",
+)
 CELL_KEYS = ("name", "expect", "kafka_versions", "seeds")
 # In a matrix `expect` is the cell's expectation; `eoschaos run --expect` is spelled so:
 EXPECT_OUTPUT = "expect_output"
