@@ -186,12 +186,13 @@ def pattern(check: str, places: list[dict[str, Any]]) -> str | None:
             f"{_listed(epochs)}: its epoch was bumped while a batch holding the "
             "record was possibly written, and the record was appended again after the bump"
         )
-    topics = sorted({p["topic"] for p in places if p["batch"]})
+    topics = {p.get("topic") for p in places if p["batch"]}
     if len(topics) > 1:
         return (
             f"one producer ({producers[0]}, epoch {epochs[0]}) appended the copies to "
-            f"{', '.join(topics)}: the pipeline wrote the record to each of them from one "
-            "processing of it (routed it twice, e.g. to a dead-letter topic and on)"
+            f"{', '.join(sorted(map(str, topics)))}: the pipeline wrote the record to each "
+            "of them from one processing of it (routed it twice, e.g. to a dead-letter topic "
+            "and on)"
         )
     sequences = sorted({b["base_sequence"] for b in batches})
     if len(sequences) > 1:

@@ -16,9 +16,15 @@ from eoschaos.contract.rundir import HISTORY_DIR
 from eoschaos.testing import Plants, RunShape, generate
 
 
-def place(producer: int, epoch: int = 0, sequence: int = 0, aborted_at: int | None = None):
+def place(
+    producer: int,
+    epoch: int = 0,
+    sequence: int = 0,
+    aborted_at: int | None = None,
+    topic: str = "output-topic",
+):
     batch = {"producer_id": producer, "producer_epoch": epoch, "base_sequence": sequence}
-    return {"offset": 7, "batch": batch, "aborted_by_marker_at": aborted_at}
+    return {"topic": topic, "offset": 7, "batch": batch, "aborted_by_marker_at": aborted_at}
 
 
 @pytest.mark.parametrize(
@@ -28,6 +34,10 @@ def place(producer: int, epoch: int = 0, sequence: int = 0, aborted_at: int | No
         ([place(5, epoch=0), place(5, epoch=1)], "under epochs 0, 1: its epoch was bumped"),
         ([place(5, sequence=3), place(5, sequence=9)], "different sequence numbers (3, 9)"),
         ([place(-1), place(-1)], "without idempotence (producer id -1)"),
+        (
+            [place(5, sequence=3, topic="enriched"), place(5, sequence=4, topic="rejected")],
+            "one producer (5, epoch 0) appended the copies to enriched, rejected",
+        ),
     ],
 )
 def test_two_copies_of_a_record_are_explained_by_their_batches(places, words):
