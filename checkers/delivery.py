@@ -31,36 +31,25 @@ def place(partition: str = "partition", offset: str = "offset") -> Column:
     return F.shiftleft(F.col(partition).cast("long"), OFFSET_BITS) + F.col(offset)
 
 
-def topic_place(topics: tuple[str, ...]) -> Column:
-    """A read's place among the places of `topics` (its role's): place() where there is one."""
-    return _topic_place(_topic_index(topics))
-
-
-def _topic_place(topic_index: Column | None) -> Column:
-    """place() with the topic's index among its role's topics in the high bits (None: the
-    role has one topic, index 0)."""
-    if topic_index is None:
+def topic_place(*roles: tuple[str, ...]) -> Column:
+    """A read's place among its role's topics (`roles`: each role's, e.g. inputs and outputs):
+    place() where each role has one."""
+    index = _topic_index(*roles)
+    if index is None:
         return place()
-    return F.shiftleft(topic_index.cast("long"), OFFSET_BITS + PARTITION_BITS) + place()
+    return F.shiftleft(index.cast("long"), OFFSET_BITS + PARTITION_BITS) + place()
 
 
-def _topic_index(topics: tuple[str, ...]) -> Column | None:
-    """The row's topic's index in `topics` (0 for any other: rows of other topics are
-    dropped before their place matters); None where there is one topic."""
-    if len(topics) == 1:
+def _topic_index(*roles: tuple[str, ...]) -> Column | None:
+    """The row's topic's index among its role's topics (0: the first, or a topic of no role,
+    whose rows are dropped before their place matters); None where every role has one."""
+    later = [(topic, number) for topics in roles for number, topic in enumerate(topics) if number]
+    if not later:
         return None
     index = F.lit(0)
-    for number, topic in enumerate(topics[1:], start=1):
+    for topic, number in later:
         index = F.when(F.col("topic") == topic, number).otherwise(index)
     return index
-
-
-def _either(condition: Column, then: Column | None, otherwise: Column | None) -> Column | None:
-    if then is None and otherwise is None:
-        return None
-    return F.when(condition, then if then is not None else 0).otherwise(
-        otherwise if otherwise is not None else 0
-    )
 
 
 def _partition_of(place_column: str) -> Column:
@@ -147,7 +136,7 @@ def delivery_findings(
     scanned = final_scan.select(
         "id",
         source.cast("byte").alias("source"),
-        _topic_place(_either(on_input, _topic_index(inputs), _topic_index(outputs))).alias("place"),
+        topic_place(inputs, outputs).alias("place"),
         F.col("params").isNotNull().alias("kept"),
     ).filter(F.col("source").isNotNull())
 
