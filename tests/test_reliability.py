@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 
 import pytest
-from test_scenarios import BY_NAME
+from test_scenarios import BY_NAME, run_scenario
 
 pytestmark = pytest.mark.chaos
 
@@ -43,7 +43,7 @@ def test_rate_over_seeds(eoschaos_run, scenario, tmp_path_factory, pytestconfig)
     outcomes = []
     input_only = 0  # correct mode: FAILed on the input's own anomaly alone
     for seed in range(FIRST_SEED, FIRST_SEED + SEEDS):
-        verdict = eoschaos_run(seed=seed, **BY_NAME[scenario].options)
+        verdict = run_scenario(eoschaos_run, BY_NAME[scenario], seed)
         if correct:
             outcomes.append(verdict["verdict"] == "PASS")
             input_only += verdict["verdict"] == "FAIL" and _failed(verdict) <= INPUT_ONLY

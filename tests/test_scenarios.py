@@ -13,10 +13,12 @@ import json
 import re
 import sys
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import orders_app
 import pytest
 from browser import rendered_dom, screenshot
 
@@ -104,6 +106,7 @@ class Scenario:
     must_pass: tuple[str, ...] = field(default=ALWAYS)
     fences: bool = False  # a zombie or twin is fenced: rejected attempts must be in the history
     nightly: bool = False  # only under `pytest -m chaos`
+    before: Callable[[], object] | None = None  # builds what the options name (a jar, an image)
 
     @property
     def correct(self) -> bool:
@@ -473,9 +476,53 @@ SCENARIOS += [
         nightly=True,
     ),
 ]
+# The walkthrough's Kafka Streams pipeline (docs/byo.md, tests/orders_app.py), as a jar and as
+# an image, under every kind of fault a pipeline meets: correct, and with its dead letters sent
+# by a producer outside the Streams transaction, which a crash or rebalance makes send again.
+WALKTHROUGH = {"faults": "kill,crash,zombie", "duration": 30, "records": 6000}
+OUTSIDE_THE_TRANSACTION = {
+    "must_fail_one_of": ("delivery.duplicate", "delivery.lost"),
+    "must_pass": tuple(
+        check for check in ALWAYS if check not in (*ONE_TOPIC_EACH, "delivery.lost")
+    ),
+}
+SCENARIOS += [
+    Scenario(
+        "byo-java-orders",
+        {**orders_app.AS_JAR, **WALKTHROUGH},
+        must_pass=SEVERAL_TOPICS,
+        before=orders_app.built_jar,
+    ),
+    Scenario(
+        "byo-java-orders-image",
+        {**orders_app.AS_IMAGE, **WALKTHROUGH},
+        must_pass=SEVERAL_TOPICS,
+        before=orders_app.built_image,
+        nightly=True,
+    ),
+    Scenario(
+        "byo-java-orders-dead-letters-outside",
+        {**orders_app.AS_JAR_KNOWN_BAD, **WALKTHROUGH},
+        before=orders_app.built_jar,
+        nightly=True,
+        **OUTSIDE_THE_TRANSACTION,
+    ),
+    Scenario(
+        "byo-java-orders-image-dead-letters-outside",
+        {**orders_app.AS_IMAGE_KNOWN_BAD, **WALKTHROUGH},
+        before=orders_app.built_image,
+        **OUTSIDE_THE_TRANSACTION,
+    ),
+]
 BY_NAME = {scenario.name: scenario for scenario in SCENARIOS}
 _verdicts: dict[str, dict[str, Any] | Exception] = {}
 _run_again: set[str] = set()  # scenarios already run a second time for a rerun test
+
+
+def run_scenario(eoschaos_run: Any, scenario: Scenario, seed: int) -> dict[str, Any]:
+    if scenario.before:
+        scenario.before()
+    return eoschaos_run(seed=seed, **scenario.options)
 
 
 @pytest.fixture
@@ -492,7 +539,7 @@ def verdict_of(eoschaos_run, request):
             _verdicts.pop(name, None)
         if name not in _verdicts:
             try:
-                _verdicts[name] = eoschaos_run(seed=1, **BY_NAME[name].options)
+                _verdicts[name] = run_scenario(eoschaos_run, BY_NAME[name], seed=1)
             except Exception as exc:
                 _verdicts[name] = exc
         outcome = _verdicts[name]
