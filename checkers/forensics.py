@@ -4,9 +4,10 @@ The run records every batch header of its topics as the brokers wrote them (writ
 LOG_BATCHES: producer id, epoch, base sequence, transactional and control flags, and the
 aborted transactions of each segment's index). Here each reported example's records are
 placed in their batches -- one small Spark job, only when a check failed -- and where the
-headers show a known pattern it is stated in words: two producers wrote the copies, one
-producer's epoch was bumped between them, one producer wrote it to two topics, a record was
-sent again under a new sequence, or its transaction was aborted. A history without batch
+headers show a known pattern it is stated in words: two producers wrote the copies (outside
+any transaction, or with nothing fencing the older), one producer's epoch was bumped between
+them, one producer wrote it to two topics, a record was sent again under a new sequence, or
+its transaction was aborted. A history without batch
 headers (an older run, a container run whose logs could not be read) says so instead; the
 checker never reads a broker's log itself.
 """
@@ -172,6 +173,13 @@ def pattern(check: str, places: list[dict[str, Any]]) -> str | None:
         return (
             "a producer without idempotence (producer id -1) appended the copies: a send it "
             "retried was appended again, and the broker has no sequence to recognise it by"
+        )
+    if len(producers) > 1 and all(b.get("transactional") is False for b in batches):
+        return (
+            f"the copies were appended by different producers ({_listed(producers)}), neither "
+            "in a transaction: what wrote them sends outside the pipeline's transactions, so "
+            "a record processed again (after a crash or a rebalance) is sent again, and no "
+            "abort or fencing can take the first copy back"
         )
     if len(producers) > 1:
         return (

@@ -643,6 +643,15 @@ def test_each_topic_of_a_run_with_several_is_created_read_and_judged(verdict_of)
     assert dead_letters["records"] == 4000 // 20 and dead_letters["ids"][:2] == [19, 39]
 
 
+def test_dead_letters_sent_again_outside_the_transaction_are_named_so_by_the_logs(verdict_of):
+    verdict = verdict_of("byo-java-orders-image-dead-letters-outside")
+    tag = read_manifest(Path(verdict["run_dir"]))["input_topic"].removeprefix("web-orders")
+    examples = verdict["checks"]["delivery.duplicate"]["examples"]
+    assert {example["first"]["topic"] for example in examples} == {f"rejected-orders{tag}"}
+    patterns = {entry["pattern"] for entry in verdict["forensics"]["examples"]}
+    assert all("neither in a transaction" in words for words in patterns), patterns
+
+
 def test_a_phantom_example_shows_its_record_as_it_was(verdict_of):
     (example,) = verdict_of("byo-hostile-output")["checks"]["delivery.phantom"]["examples"]
     record = example["record"]

@@ -22,15 +22,25 @@ def place(
     sequence: int = 0,
     aborted_at: int | None = None,
     topic: str = "output-topic",
+    transactional: bool = True,
 ):
-    batch = {"producer_id": producer, "producer_epoch": epoch, "base_sequence": sequence}
+    batch = {
+        "producer_id": producer,
+        "producer_epoch": epoch,
+        "base_sequence": sequence,
+        "transactional": transactional,
+    }
     return {"topic": topic, "offset": 7, "batch": batch, "aborted_by_marker_at": aborted_at}
 
 
 @pytest.mark.parametrize(
     ("places", "words"),
     [
-        ([place(1000), place(2001)], "appended by different producers (1000, 2001)"),
+        ([place(1000), place(2001)], "appended by different producers (1000, 2001): the"),
+        (
+            [place(1, transactional=False), place(1001, transactional=False)],
+            "different producers (1, 1001), neither in a transaction",
+        ),
         ([place(5, epoch=0), place(5, epoch=1)], "under epochs 0, 1: its epoch was bumped"),
         ([place(5, sequence=3), place(5, sequence=9)], "different sequence numbers (3, 9)"),
         ([place(-1), place(-1)], "without idempotence (producer id -1)"),
