@@ -417,7 +417,11 @@ def record_on_cluster(config: RunConfig, run_dir: Path, cluster_dir: Path) -> No
     if child.returncode != 0:
         crash = run_dir / "harness-crash.log"
         detail = crash.read_text()[-2000:] if crash.exists() else stderr[-2000:]
-        raise EoschaosError(f"recording {run_dir} failed (exit {child.returncode}): {detail}")
+        # the exception's own line first: a one-line listing (a CI rerun's) cuts the tail
+        last = next((line for line in reversed(detail.splitlines()) if line.strip()), "")
+        raise EoschaosError(
+            f"recording {run_dir} failed (exit {child.returncode}): {last.strip()}\n{detail}"
+        )
 
 
 if __name__ == "__main__":  # the child of record_on_cluster: python -m eoschaos.run CLUSTER RUN

@@ -48,11 +48,28 @@ def end_offsets(admin: AdminClient, topic: str, *, committed: bool) -> dict[int,
 
     A read_committed reader can never get past the LSO; a read_uncommitted one reads to the
     high watermark. The two differ exactly while a transaction is open on the partition.
+    An error that means "not yet" (a partition's leader moving: a broker just restarted) is
+    asked again until ADMIN_TIMEOUT_S, as a reader would.
     """
     level = IsolationLevel.READ_COMMITTED if committed else IsolationLevel.READ_UNCOMMITTED
     request = {TopicPartition(topic, p): OffsetSpec.latest() for p in partition_ids(admin, topic)}
-    futures = admin.list_offsets(request, isolation_level=level, request_timeout=ADMIN_TIMEOUT_S)
-    return {tp.partition: f.result().offset for tp, f in futures.items()}
+    deadline = time.monotonic() + ADMIN_TIMEOUT_S
+    while True:
+        futures = admin.list_offsets(
+            request, isolation_level=level, request_timeout=ADMIN_TIMEOUT_S
+        )
+        try:
+            return {tp.partition: f.result().offset for tp, f in futures.items()}
+        except KafkaException as exc:
+            # a partition's leader moving (a broker just restarted) only means "ask again"
+            error = exc.args[0] if exc.args else None
+            if not isinstance(error, KafkaError) or not (
+                not_yet(error) or error.code() in LEADER_MOVING
+            ):
+                raise
+            if time.monotonic() > deadline:
+                raise
+        time.sleep(0.5)
 
 
 def group_offsets(bootstrap: str, group: str, topic: str) -> dict[int, int | None]:
@@ -120,6 +137,14 @@ COORDINATOR_MOVING = (
     KafkaError.NOT_COORDINATOR,
     KafkaError.COORDINATOR_NOT_AVAILABLE,
     KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+)
+
+
+# A partition's leader is moving or its broker is down: an offsets query only asks again.
+LEADER_MOVING = (
+    KafkaError.NOT_LEADER_FOR_PARTITION,
+    KafkaError.LEADER_NOT_AVAILABLE,
+    KafkaError._TRANSPORT,
 )
 
 
