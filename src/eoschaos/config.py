@@ -179,15 +179,15 @@ class RunConfig:
         # The topic lists as created (the run's tag after each name: what the history's
         # events name), each only where it says more than input_topic and output_topic do
         pipeline.pop("run_tag")
-        created = {
-            "input_topics": self.pipeline.input_specs,
-            "output_topics": self.pipeline.output_specs,
-            "dead_letter_topics": self.pipeline.dead_letter_specs,
-            "fan_out_topics": self.pipeline.fan_out_specs,
+        created = {  # each role's specs, and what input_topic and output_topic say of it
+            "input_topics": (self.pipeline.input_specs, [self.pipeline.input_topic]),
+            "output_topics": (self.pipeline.output_specs, [self.pipeline.output_topic]),
+            "dead_letter_topics": (self.pipeline.dead_letter_specs, []),
+            "fan_out_topics": (self.pipeline.fan_out_specs, []),
         }
-        for listed, specs in created.items():
+        for listed, (specs, said) in created.items():
             entries = [spec.entry for spec in specs]
-            if entries in ([], [self.pipeline.input_topic], [self.pipeline.output_topic]):
+            if entries in ([], said):
                 pipeline.pop(listed)
             else:
                 pipeline[listed] = entries

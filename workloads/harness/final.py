@@ -144,13 +144,15 @@ def open_transactions(
     ]
 
 
-def _group_offsets_retrying(bootstrap: str, group: str, topic: str) -> dict[int, int | None]:
+def _group_offsets_retrying(
+    bootstrap: str, group: str, topics: tuple[str, ...]
+) -> dict[tuple[str, int], int | None]:
     for _ in range(GROUP_OFFSET_ATTEMPTS - 1):
         try:
-            return group_offsets(bootstrap, group, topic)
+            return group_offsets(bootstrap, group, topics)
         except RuntimeError:
             time.sleep(1.0)
-    return group_offsets(bootstrap, group, topic)
+    return group_offsets(bootstrap, group, topics)
 
 
 def record_end_state(
@@ -179,11 +181,7 @@ def record_end_state(
             ("log-end", {"topic": topic, "partition": p, "offset": high[p], "lso": stable[p]})
             for p in sorted(high)
         ]
-    committed = {
-        (topic, p): offset
-        for topic in input_topics
-        for p, offset in _group_offsets_retrying(bootstrap, group, topic).items()
-    }
+    committed = _group_offsets_retrying(bootstrap, group, input_topics)
     # A group that committed nothing at all is a pipeline that keeps its offsets elsewhere
     # (Spark's checkpoint): no rows, and the checkers say the check does not apply.
     if any(offset is not None for offset in committed.values()):

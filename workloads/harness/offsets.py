@@ -72,15 +72,18 @@ def end_offsets(admin: AdminClient, topic: str, *, committed: bool) -> dict[int,
         time.sleep(0.5)
 
 
-def group_offsets(bootstrap: str, group: str, topic: str) -> dict[int, int | None]:
-    """The group's committed offset per partition of `topic` (None: nothing committed).
+def group_offsets(
+    bootstrap: str, group: str, topics: tuple[str, ...]
+) -> dict[tuple[str, int], int | None]:
+    """The group's committed offset per partition of each of `topics` (None: nothing
+    committed), in one query.
 
     Asked in a child process: librdkafka 2.16 can crash (SIGSEGV in rd_kafka_cgrp_op) inside
     list_consumer_group_offsets while the group coordinator moves, and that must not take the
     harness — and the history it is writing — down with it. A crashed query raises; callers
     retry.
     """
-    return {p: offset for (_, p), offset in _in_child(bootstrap, group, topic).items()}
+    return _in_child(bootstrap, group, ",".join(topics))
 
 
 def group_lag(
@@ -104,9 +107,9 @@ def group_lag(
     )
 
 
-def _in_child(bootstrap: str, group: str, topic: str) -> dict[tuple[str, int], int | None]:
+def _in_child(bootstrap: str, group: str, topics: str) -> dict[tuple[str, int], int | None]:
     child = subprocess.run(
-        [sys.executable, "-m", "eoschaos.workloads.harness.offsets", bootstrap, group, topic],
+        [sys.executable, "-m", "eoschaos.workloads.harness.offsets", bootstrap, group, topics],
         capture_output=True,
         text=True,
         timeout=ADMIN_TIMEOUT_S * 2,
@@ -119,10 +122,15 @@ def _in_child(bootstrap: str, group: str, topic: str) -> dict[tuple[str, int], i
     return {(t, int(p)): offset for t, p, offset in json.loads(child.stdout)}
 
 
-def _query_group_offsets(bootstrap: str, group: str, topic: str) -> list[list]:
-    """[topic, partition, offset or None] rows of `topic`, or of every topic when it is ""."""
+def _query_group_offsets(bootstrap: str, group: str, topics: str) -> list[list]:
+    """[topic, partition, offset or None] rows of each of the comma-separated `topics` (topic
+    names hold no comma), or of every topic the group committed when it is ""."""
     admin = admin_for(bootstrap)
-    partitions = [TopicPartition(topic, p) for p in partition_ids(admin, topic)] if topic else None
+    partitions = (
+        [TopicPartition(t, p) for t in topics.split(",") for p in partition_ids(admin, t)]
+        if topics
+        else None
+    )
     request = [ConsumerGroupTopicPartitions(group, partitions)]
     result = admin.list_consumer_group_offsets(request, request_timeout=ADMIN_TIMEOUT_S)
     return [
@@ -178,5 +186,5 @@ def members_with_partitions(
     return sum(1 for member in description.members if member.assignment.topic_partitions)
 
 
-if __name__ == "__main__":  # the child of _in_child: BOOTSTRAP GROUP TOPIC → JSON rows
+if __name__ == "__main__":  # the child of _in_child: BOOTSTRAP GROUP TOPICS → JSON rows
     print(json.dumps(_query_group_offsets(*sys.argv[1:4])))
