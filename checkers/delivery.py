@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from eoschaos.checkers.codes import code_of, name_of
 from eoschaos.checkers.findings import Candidate, explode_findings, finding
 from eoschaos.checkers.history_io import History
 from eoschaos.contract.checks import DUPLICATE, DUPLICATE_INPUT, LOST, PHANTOM, UNSEEN
@@ -43,13 +44,10 @@ def topic_place(*roles: tuple[str, ...]) -> Column:
 def _topic_index(*roles: tuple[str, ...]) -> Column | None:
     """The row's topic's index among its role's topics (0: the first, or a topic of no role,
     whose rows are dropped before their place matters); None where every role has one."""
-    later = [(topic, number) for topics in roles for number, topic in enumerate(topics) if number]
-    if not later:
+    if all(len(topics) == 1 for topics in roles):
         return None
-    index = F.lit(0)
-    for topic, number in later:
-        index = F.when(F.col("topic") == topic, number).otherwise(index)
-    return index
+    codes = {topic: number for topics in roles for number, topic in enumerate(topics)}
+    return F.coalesce(code_of("topic", codes), F.lit(0))
 
 
 def _partition_of(place_column: str) -> Column:
@@ -64,14 +62,6 @@ def _offset_of(place_column: str) -> Column:
     return F.col(place_column).bitwiseAND((1 << OFFSET_BITS) - 1)
 
 
-def _topic_of(place_column: str, topics: tuple[str, ...]) -> Column:
-    index = F.shiftright(F.col(place_column), OFFSET_BITS + PARTITION_BITS)
-    name = F.lit(topics[0])
-    for number, topic in enumerate(topics[1:], start=1):
-        name = F.when(index == number, topic).otherwise(name)
-    return name
-
-
 def _at(place_column: str, topics: tuple[str, ...]) -> Column:
     """An example's place as one struct (a duplicate's first and last copy)."""
     return F.struct(*[value.alias(key) for key, value in _placed_on(place_column, topics).items()])
@@ -81,7 +71,9 @@ def _placed_on(place_column: str, topics: tuple[str, ...]) -> dict[str, Column]:
     """An example's partition and offset fields (and topic, where its role has several)."""
     fields = {"partition": _partition_of(place_column), "offset": _offset_of(place_column)}
     if len(topics) > 1:
-        fields["topic"] = _topic_of(place_column, topics)
+        fields["topic"] = name_of(
+            F.shiftright(F.col(place_column), OFFSET_BITS + PARTITION_BITS), topics
+        )
     return fields
 
 

@@ -19,6 +19,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from eoschaos.checkers.census import Census
+from eoschaos.checkers.codes import code_of, name_of
 from eoschaos.checkers.findings import Found, explode_findings, finding
 from eoschaos.checkers.history_io import History
 from eoschaos.checkers.transactions import PARTITION_SHIFT, TXN_KEY
@@ -79,7 +80,7 @@ def offset_findings(history: History, census: Census) -> DataFrame:
         _offset_of("place").alias("offset"),
         *context,
     )
-    topic = _topic_named(history.topics.all)
+    topic = name_of(F.col("t"), history.topics.all)
     where = {"topic": topic, "partition": F.col("partition"), "offset": F.col("offset")}
     rank = F.col("partition") * 1e12 + F.col("offset")  # examples in place order
     candidates = [
@@ -143,13 +144,8 @@ def offset_reads(history: History, names: list[str]) -> DataFrame:
     """Every read of both topics as the per-offset pass shuffles it: (place, reader, id, time,
     pk), the reader as its index in `names`. Its shuffle by pk alone is the floor of the pass
     (scripts/bench_checkers.py times it)."""
-    (first, *rest) = history.topics.all
-    topic_code = F.when(F.col("topic") == first, 0)
-    for code, name in enumerate(rest, start=1):
-        topic_code = topic_code.when(F.col("topic") == name, code)
-    reader_code = F.lit(None)
-    for index, name in enumerate(names):
-        reader_code = F.when(F.col("process") == name, index).otherwise(reader_code)
+    topic_code = code_of("topic", {topic: code for code, topic in enumerate(history.topics.all)})
+    reader_code = code_of("process", {name: index for index, name in enumerate(names)})
     return (
         history.kind("read")
         .select(
@@ -168,15 +164,6 @@ def offset_reads(history: History, names: list[str]) -> DataFrame:
         )
         .withColumn("pk", _topic_partition())
     )
-
-
-def _topic_named(topics: tuple[str, ...]) -> Column:
-    """The name of the topic whose code is the row's `t`."""
-    *rest, last = topics
-    name = F.lit(last)
-    for code, topic in reversed(list(enumerate(rest))):
-        name = F.when(F.col("t") == code, topic).otherwise(name)
-    return name
 
 
 def _topic_partition() -> Column:

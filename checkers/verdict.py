@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from eoschaos.checkers import (
@@ -445,19 +445,25 @@ def _stats(history: History, census: Census, txn_stats: dict[str, Any]) -> dict[
 
 def _dead_letters(history: History, census: Census) -> dict[str, Any]:
     """Per dead-letter topic: its committed records and the first DEAD_LETTER_IDS ids among
-    them, for the report to list (a top-N per topic: one small job each)."""
-    scan = history.kind("read").filter(F.col("process") == FINAL_COMMITTED)
+    them, for the report to list (one job for every topic: a top-N per topic, which Spark
+    limits per partition before it shuffles)."""
+    topics = history.topics.dead_letters
+    first = Window.partitionBy("topic").orderBy("id")
+    rows = (
+        history.kind("read")
+        .filter(
+            (F.col("process") == FINAL_COMMITTED)
+            & F.col("topic").isin(*topics)
+            & F.col("id").isNotNull()
+        )
+        .select("topic", "id", F.row_number().over(first).alias("n"))
+        .filter(F.col("n") <= DEAD_LETTER_IDS)
+        .collect()
+    )
+    ids: dict[str, list[int]] = {topic: [] for topic in topics}
+    for row in sorted(rows, key=lambda row: row["n"]):
+        ids[row["topic"]].append(row["id"])
     return {
-        topic: {
-            "records": census.records_of(FINAL_COMMITTED, topic),
-            "ids": [
-                row["id"]
-                for row in scan.filter((F.col("topic") == topic) & F.col("id").isNotNull())
-                .select("id")
-                .orderBy("id")
-                .limit(DEAD_LETTER_IDS)
-                .collect()
-            ],
-        }
-        for topic in history.topics.dead_letters
+        topic: {"records": census.records_of(FINAL_COMMITTED, topic), "ids": ids[topic]}
+        for topic in topics
     }
