@@ -97,10 +97,10 @@ class _Written:
 
 
 def delivery_findings(
-    history: History, committed: dict[int, int | None] | None = None
+    history: History, committed: dict[tuple[str, int], int | None] | None = None
 ) -> DataFrame:
     """Anomaly rows of the delivery checks. `committed`: the group's final committed offset
-    of each input partition (liveness.committed_offsets), which parts a record never
+    of each input topic's partitions (liveness.committed_offsets), which parts a record never
     delivered into lost (the pipeline moved past it) and unseen (it never got there); None
     where the group's offsets are not known, and every such record is lost. A declared
     fan-out topic is judged on its own: each id once in it (lost, duplicate and phantom, each
@@ -210,7 +210,13 @@ def delivery_findings(
 
     input_place = F.coalesce("in_first", "ack_place")
     undelivered = F.col("exists") & (F.col("out_n") == 0)
-    group_offset = _group_offset(_partition_of("input_place"), committed or {})
+    # a place without its offset is the topic's index and the partition: the lookup's key
+    by_place = {
+        inputs.index(topic) << PARTITION_BITS | partition: offset
+        for (topic, partition), offset in (committed or {}).items()
+        if topic in inputs
+    }
+    group_offset = _group_offset(F.shiftright("input_place", OFFSET_BITS), by_place)
     # a partition the group never committed: every record in it is at or above its offset
     unseen = (
         F.lit(False)
@@ -266,8 +272,9 @@ def delivery_findings(
 
 
 def _group_offset(partition: Column, committed: dict[int, int | None]) -> Column:
-    """The group's committed offset of `partition` as a literal lookup: a few partitions,
-    so a CASE beats a join (null: never committed, or no such partition)."""
+    """The group's committed offset of `partition` (a topic index and partition, packed as
+    a place is) as a literal lookup: a few partitions, so a CASE beats a join (null: never
+    committed, or no such partition)."""
     known = sorted((number, value) for number, value in committed.items() if value is not None)
     if not known:
         return F.lit(None).cast("long")

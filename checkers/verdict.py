@@ -137,7 +137,11 @@ def _judge(
         parts.append(transaction_order.transaction_order_findings(history))
     if Pass.DELIVERY in passes:
         committed = (
-            liveness.committed_offsets(census, history.input_topic)
+            {
+                (topic, partition): offset
+                for topic in history.topics.inputs
+                for partition, offset in liveness.committed_offsets(census, topic).items()
+            }
             if UNSEEN.name in applicable
             else None
         )

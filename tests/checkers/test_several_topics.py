@@ -141,9 +141,29 @@ def test_a_duplicate_across_topics_is_drawn_with_both_copies(faulty):
     assert outputs == {"out:0:2", f"out:{REJECTED}:0:0"}
 
 
-def test_checks_that_place_records_by_partition_alone_say_they_do_not_apply(faulty):
-    reason = faulty["not_applicable"]["liveness.unseen"]
-    assert "several input or output topics" in reason
+def test_a_record_the_group_never_moved_past_is_unseen_on_its_own_input_topic(spark, tmp_path):
+    """Both topics hold a record at offset 2 whose output is missing (ids 4 and 5): the group
+    moved past web-orders' (lost) but not shop-orders' (unseen)."""
+    outputs = [(ENRICHED, id_) for id_ in (0, 1, 2, 3, 6, 7)]
+    run = write_run(tmp_path / "run", outputs, committed={WEB: 4, SHOP: 2})
+    verdict = check_run(spark, run)
+    lost, unseen = (verdict["checks"][name] for name in ("delivery.lost", "liveness.unseen"))
+    assert [(e["id"], e["topic"]) for e in lost["examples"]] == [(4, WEB)]
+    assert unseen["verdict"] == "FAIL" and unseen["count"] == 1
+    assert unseen["examples"][0] | {"acked": True} == {
+        "id": 5,
+        "topic": SHOP,
+        "partition": 0,
+        "offset": 2,
+        "group_offset": 2,
+        "acked": True,
+    }
+    drawn = next(a for a in verdict["lineage"]["anomalies"] if a["check"] == "liveness.unseen")
+    assert drawn["nodes"], drawn
+
+
+def test_every_input_record_past_the_groups_offsets_is_not_unseen(correct):
+    assert correct["checks"]["liveness.unseen"]["verdict"] == "PASS"
 
 
 def test_the_group_is_judged_on_every_input_topic(correct, spark, tmp_path):

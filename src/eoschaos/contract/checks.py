@@ -404,7 +404,6 @@ UNSEEN = CheckSpec(
         Evidence.OUTPUT_COPIES,
         Evidence.END_STATE,
         Evidence.GROUP_OFFSETS,
-        Evidence.ONE_TOPIC_EACH,
     ),
     # the group's committed offset of that partition stayed below the input's end
     implies=(GROUP_OFFSETS.name,),
