@@ -20,7 +20,11 @@ from eoschaos.clusters.admin import wait_answers_for_itself
 from eoschaos.clusters.base import Cluster
 from eoschaos.clusters.packet_drop import StrandedConnection
 from eoschaos.clusters.ports import Link, lane_link
-from eoschaos.contract.history import FAULT_TOOK_EFFECT, await_instance_event
+from eoschaos.contract.history import (
+    FAULT_TOOK_EFFECT,
+    await_instance_event,
+    instance_history_files,
+)
 
 HEAL_TIMEOUT_S = 120.0
 # How long an aimed fault follows its instance for a produced batch before it gives up and
@@ -387,7 +391,12 @@ def stale_endtxn(ctx: FaultContext, params: dict[str, Any]) -> Heal:
 def _freeze_mid_transaction(ctx: FaultContext, instance: int, params: dict[str, Any]) -> None:
     """SIGSTOP the instance right after it produced a batch (or after the wait runs out);
     whether it was caught mid-transaction goes into the fault's params, the recorded
-    effect that tests and reviewers rest on."""
+    effect that tests and reviewers rest on. A black box (Streams, Spark, a user's
+    pipeline) records no transactions to aim at: it is frozen at once, which is the fault's
+    effect, and its params say nothing of a transaction they cannot know."""
+    if not instance_history_files(ctx.run_dir, instance):
+        ctx.workload.pause_instance(instance)
+        return
     params["mid_transaction"] = await_instance_event(
         ctx.run_dir, instance, _produced_a_batch, ZOMBIE_TRIGGER_WAIT_S
     )
