@@ -15,6 +15,8 @@ from pyspark.sql import functions as F
 
 def code_of(column: str, codes: Mapping[str, int]) -> Column:
     """The code of the row's `column` value; null for a value `codes` does not name."""
+    if not codes:  # an empty map literal has no key type to look a string up in
+        return F.lit(None).cast("int")
     return F.create_map(*[F.lit(part) for pair in codes.items() for part in pair])[F.col(column)]
 
 

@@ -22,7 +22,9 @@ def end_state_readers(monkeypatch):
     """Every part but the open transactions reads as a cluster would answer it."""
     monkeypatch.setattr(final, "admin_for", lambda bootstrap: None)
     monkeypatch.setattr(final, "end_offsets", lambda admin, topic, committed: {0: 7, 1: 9})
-    monkeypatch.setattr(final, "_group_offsets_retrying", lambda *args: {0: 7, 1: 9})
+    monkeypatch.setattr(
+        final, "_group_offsets_retrying", lambda *args: {("in", 0): 7, ("in", 1): 9}
+    )
 
 
 def _record(run_dir):

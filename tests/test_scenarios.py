@@ -521,7 +521,7 @@ SCENARIOS += [
         **OUTSIDE_THE_TRANSACTION,
     ),
     Scenario(
-        # CI's: each instance crashed once while orders flow, so each crash makes its
+        # each instance crashed once while orders flow, so each crash makes its
         # successor process a second's orders again (a few rejected ones among them)
         "byo-java-orders-image-crashed",
         {
@@ -535,6 +535,7 @@ SCENARIOS += [
         },
         before=orders_app.built_image,
         must_fail=("delivery.duplicate",),
+        nightly=True,  # 0 duplicates once in 3 runs, cause not found (docs/flakes.md)
         must_pass=OUTSIDE_THE_TRANSACTION["must_pass"],
     ),
 ]
@@ -685,6 +686,7 @@ def test_checks_that_place_output_records_by_partition_alone_say_they_do_not_app
         assert "several input or output topics" in verdict["not_applicable"][check], check
 
 
+@pytest.mark.chaos
 def test_dead_letters_sent_again_outside_the_transaction_are_named_so_by_the_logs(verdict_of):
     verdict = verdict_of("byo-java-orders-image-crashed")
     tag = read_manifest(Path(verdict["run_dir"]))["input_topic"].removeprefix("web-orders")
