@@ -1,9 +1,9 @@
 """A user's pipeline as a container image (`--pipeline-image`), on a real cluster: Kafka's own
 transactional copier run from the Kafka image `eoschaos images build` makes, one container per
-instance (tests/copier_image.py). With a stable transactional.id per instance it PASSes every
-check a black box gets under crash, zombie and twin, each delivered through the container
-runtime, and leaves no container behind. Given a fresh consumer group at every start (the
-committed offsets of the last are never read), every restart copies its partition again from
+instance, in group mode (tests/copier_image.py). With a stable transactional.id per instance
+it PASSes every check a black box gets under crash, zombie and twin, each delivered through the
+container runtime, and leaves no container behind. Given a fresh consumer group at every start
+(the committed offsets of the last are never read), every restart copies the input again from
 the start: delivery.duplicate FAILs (nightly).
 """
 
