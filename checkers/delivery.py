@@ -273,13 +273,10 @@ def delivery_findings(
 
 def _group_offset(partition: Column, committed: dict[int, int | None]) -> Column:
     """The group's committed offset of `partition` (a topic index and partition, packed as
-    a place is) as a literal lookup: a few partitions, so a CASE beats a join (null: never
-    committed, or no such partition)."""
+    a place is) as a literal map lookup: a few partitions, so a map in the plan beats a join
+    (null: never committed, or no such partition)."""
     known = sorted((number, value) for number, value in committed.items() if value is not None)
-    if not known:
+    if not known:  # an empty map literal has no key type
         return F.lit(None).cast("long")
-    (first, first_value), *rest = known
-    offset = F.when(partition == first, F.lit(first_value))
-    for number, value in rest:
-        offset = offset.when(partition == number, F.lit(value))
-    return offset.cast("long")
+    pairs = [F.lit(part).cast("long") for pair in known for part in pair]
+    return F.create_map(*pairs)[partition.cast("long")]
