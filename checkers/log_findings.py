@@ -186,6 +186,7 @@ def unmarked_found(pieces: list[dict[str, Any]]) -> list[Found]:
             _named(piece)
             | {
                 "began": piece["first_time"],
+                "topic": piece["topic"],
                 "partition": piece["partition"],
                 "first_offset": piece["first_offset"],
                 "last_offset": piece["last_offset"],
@@ -205,13 +206,22 @@ def downstream_reads(history: History, census: Census, topics: tuple[str, ...]) 
     return (
         history.kind("read")
         .filter(F.col("topic").isin(*topics) & F.col("process").isin(readers))
-        .select(F.col("process").alias("reader"), "partition", "offset", "id", "time", "isolation")
+        .select(
+            F.col("process").alias("reader"),
+            "topic",
+            "partition",
+            "offset",
+            "id",
+            "time",
+            "isolation",
+        )
     )
 
 
 def placed_reads(reads: DataFrame, pieces: DataFrame) -> DataFrame:
-    """Each read of `reads` (partition, offset) with the piece of `pieces` (`output_pieces`)
-    whose offset range holds it: a broadcast join of the ranges on (partition, offset bucket)."""
+    """Each read of `reads` (topic, partition, offset) with the piece of `pieces`
+    (`output_pieces`) whose offset range holds it: a broadcast join of the ranges on (topic,
+    partition, offset bucket)."""
     ranges = pieces.withColumn(
         "bucket",
         F.explode(
@@ -221,14 +231,14 @@ def placed_reads(reads: DataFrame, pieces: DataFrame) -> DataFrame:
         ),
     )
     placed = reads.withColumn("bucket", F.floor(F.col("offset") / BUCKET)).join(
-        F.broadcast(ranges), ["partition", "bucket"]
+        F.broadcast(ranges), ["topic", "partition", "bucket"]
     )
     return placed.filter(F.col("offset").between(F.col("first_offset"), F.col("last_offset")))
 
 
 def uncommitted_offset_findings(reads: DataFrame, pieces: DataFrame) -> DataFrame:
     """One anomaly row per read of `reads` (downstream readers' reads of the output: reader,
-    partition, offset, id, time) of a record its transaction had not committed by then, per
+    topic, partition, offset, id, time) of a record its transaction had not committed by then, per
     the output's ranges and markers (`output_pieces`); sub-counts per reader."""
     # a read of an aborted record is aborted-offset-read
     placed = placed_reads(reads, pieces.filter(F.col("fate") != ABORT))
@@ -241,6 +251,7 @@ def uncommitted_offset_findings(reads: DataFrame, pieces: DataFrame) -> DataFram
             F.col("time"),
             F.col("reader"),
             reader=F.col("reader"),
+            topic=F.col("topic"),
             partition=F.col("partition"),
             offset=F.col("offset"),
             id=F.col("id"),
@@ -251,25 +262,25 @@ def uncommitted_offset_findings(reads: DataFrame, pieces: DataFrame) -> DataFram
     )
 
 
-def name_transactions(pieces: DataFrame, examples: list[dict[str, Any]], topic: str) -> None:
-    """Add to each example of a record of `topic` (its `partition` and `offset`) the
+def name_transactions(pieces: DataFrame, examples: list[dict[str, Any]]) -> None:
+    """Add to each example of a record (its `topic`, `partition` and `offset`) the
     transaction that wrote it, per the output's pieces (`output_pieces`): transactional id,
     producer id, epoch and the fate its marker gave it. Collects only the ranges holding the
-    examples."""
-    wanted = [e for e in examples if e.get("topic") == topic and "offset" in e]
+    examples; an example of a topic the pieces do not cover (the input) is left as it is."""
+    wanted = [e for e in examples if "topic" in e and "offset" in e]
     if not wanted:
         return
     holds = [
-        (F.col("partition") == e["partition"])
+        (F.col("topic") == e["topic"])
+        & (F.col("partition") == e["partition"])
         & F.lit(e["offset"]).between(F.col("first_offset"), F.col("last_offset"))
         for e in wanted
     ]
     ranges = pieces.filter(functools.reduce(operator.or_, holds)).collect()
     for example in wanted:
         for piece in ranges:
-            if piece["partition"] == example["partition"] and (
-                piece["first_offset"] <= example["offset"] <= piece["last_offset"]
-            ):
+            same = (piece["topic"], piece["partition"]) == (example["topic"], example["partition"])
+            if same and piece["first_offset"] <= example["offset"] <= piece["last_offset"]:
                 example.update(
                     txn_id=piece["txn_id"],
                     producer_id=piece["producer_id"],

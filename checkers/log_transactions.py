@@ -299,6 +299,7 @@ def _data_pieces(rows: DataFrame) -> DataFrame:
         .select(
             F.lit(LOG_BATCH).alias("f"),
             "producer_id",
+            "topic",
             "marker_ms",
             "epoch",
             "first_time",
@@ -320,7 +321,7 @@ def _data_pieces(rows: DataFrame) -> DataFrame:
 def output_pieces(rows: DataFrame) -> DataFrame:
     """Each producer's output per partition and marker (`_data_pieces`, from `producer_rows`),
     flat: producer id, the transactional id it ran under, epoch, first batch time, marker
-    time (ms; null with no marker), partition, offset range, records and fate (OPEN: no
+    time (ms; null with no marker), topic, partition, offset range, records and fate (OPEN: no
     marker closed it). The checks of reads and of hanging output, and the examples' names,
     read it; the verdict caches it once for all of them."""
     ids = (
@@ -331,7 +332,7 @@ def output_pieces(rows: DataFrame) -> DataFrame:
     return (
         _data_pieces(rows)
         .join(F.broadcast(ids), "producer_id", "left")
-        .select("producer_id", "txn_id", "epoch", "first_time", "marker_ms", "output.*")
+        .select("producer_id", "txn_id", "epoch", "first_time", "marker_ms", "topic", "output.*")
     )
 
 

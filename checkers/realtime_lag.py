@@ -35,14 +35,14 @@ READ_COMMITTED = "read_committed"
 
 
 def first_reads(reads: DataFrame, pieces: DataFrame) -> DataFrame:
-    """(reader, partition, offset, id, read_at, committed_at, lag) for each read_committed
+    """(reader, topic, partition, offset, id, read_at, committed_at, lag) for each read_committed
     downstream reader's first read, at or after the marker, of each output record a COMMIT
     marker closed. `reads`: downstream_reads; `pieces`: output_pieces."""
     committed = pieces.filter((F.col("fate") == COMMIT) & F.col("marker_ms").isNotNull())
     placed = placed_reads(reads.filter(F.col("isolation") == READ_COMMITTED), committed)
     return (
         placed.filter(F.col("time") * 1000 >= F.col("marker_ms"))
-        .groupBy("reader", "partition", "offset")
+        .groupBy("reader", "topic", "partition", "offset")
         .agg(
             F.min("time").alias("read_at"),
             (F.first("marker_ms") / 1000).alias("committed_at"),
@@ -52,12 +52,16 @@ def first_reads(reads: DataFrame, pieces: DataFrame) -> DataFrame:
     )
 
 
-def lag_figures(lags: DataFrame, start: float) -> tuple[dict[str, Any], list[list[Any]]]:
-    """The lag's figures (records, worst and p99 seconds: in all and per partition) and its
-    series (second of the run, partition, worst lag of the reads in that second), from one
-    grouped aggregation of `first_reads`."""
+def lag_figures(
+    lags: DataFrame, start: float, one_topic: bool
+) -> tuple[dict[str, Any], list[list[Any]]]:
+    """The lag's figures (records, worst and p99 seconds: in all and per output partition) and
+    its series (second of the run, partition, worst lag of the reads in that second), from one
+    grouped aggregation of `first_reads`. A partition is its number when the run wrote `one
+    topic`, else "topic:number"."""
+    place = F.col("partition") if one_topic else F.concat_ws(":", "topic", "partition")
     rows = (
-        lags.rollup("partition", F.floor(F.col("read_at") - start).alias("t"))
+        lags.rollup(place.alias("partition"), F.floor(F.col("read_at") - start).alias("t"))
         .agg(
             F.count(F.lit(1)).alias("records"),
             F.max("lag").alias("worst"),
@@ -79,8 +83,14 @@ def lag_figures(lags: DataFrame, start: float) -> tuple[dict[str, Any], list[lis
             figures["partitions"][str(row["partition"])] = summary
         else:
             series.append([row["t"], row["partition"], summary["worst_s"]])
-    figures["partitions"] = dict(sorted(figures["partitions"].items(), key=lambda i: int(i[0])))
-    return figures, sorted(series)
+    figures["partitions"] = dict(sorted(figures["partitions"].items(), key=lambda i: _order(i[0])))
+    return figures, sorted(series, key=lambda point: (point[0], _order(str(point[1]))))
+
+
+def _order(partition: str) -> tuple[str, int]:
+    """A partition's place in the figures: by topic, then number ("3" or "orders:3")."""
+    topic, _, number = partition.rpartition(":")
+    return topic, int(number)
 
 
 def lag_findings(lags: DataFrame, bound: float) -> DataFrame:
@@ -94,6 +104,7 @@ def lag_findings(lags: DataFrame, bound: float) -> DataFrame:
             -F.col("lag"),
             F.col("reader"),
             reader=F.col("reader"),
+            topic=F.col("topic"),
             partition=F.col("partition"),
             offset=F.col("offset"),
             id=F.col("id"),

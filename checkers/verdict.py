@@ -191,7 +191,9 @@ def _judge(
     run_timeline, lag, unseen, (log_stats, log_tallies), whole_lineage, *tallied = concurrently(
         spark,
         lambda: timeline(history, census, client_table),
-        lambda: lag_figures(lags, census.start) if lags is not None else None,
+        lambda: (
+            lag_figures(lags, census.start, len(topics.written) == 1) if lags is not None else None
+        ),
         lambda: (
             unseen_over_time(history, reads, census.start) if census.start is not None else None
         ),
@@ -212,10 +214,8 @@ def _judge(
             "examples": interleaved.examples,
             "note": INT_SEND_SKIP_NOTE,
         }
-    # (the pieces name a partition, not its topic: one output topic tells them apart)
-    if pieces is not None and ABORTED_OFFSET_READ.name in tallies and topics.one_each:
-        examples = tallies[ABORTED_OFFSET_READ.name].examples
-        name_transactions(pieces, examples, history.output_topic)
+    if pieces is not None and ABORTED_OFFSET_READ.name in tallies:
+        name_transactions(pieces, tallies[ABORTED_OFFSET_READ.name].examples)
     over_time: dict[str, Any] = {}  # figures for stats, their series for the timeline
     if lag is not None:
         over_time["realtime_lag"], run_timeline["realtime_lag"] = lag
@@ -417,11 +417,6 @@ def _not_applicable(history: History, census: Census) -> dict[str, str]:
         missing[Evidence.LAG_BOUND] = (
             "the run set no bound on realtime lag (--max-lag): the lag is reported "
             "(stats.realtime_lag), not judged"
-        )
-    if not history.topics.one_each:
-        missing[Evidence.ONE_TOPIC_EACH] = (
-            "the run has several input or output topics (or a dead-letter topic), and this "
-            "check places records by partition alone"
         )
     reasons = {name: first_missing(spec, missing) for name, spec in CATALOGUE.items()}
     return {name: reason for name, reason in reasons.items() if reason is not None}

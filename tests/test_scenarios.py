@@ -452,14 +452,11 @@ TWO_SHOPS = {
     "dead_letter_topics": "rejected-orders:2",
     "fan_out_topics": "order-audit",
 }
-# The checks that place a record by its partition alone do not apply to several topics
-ONE_TOPIC_EACH = ("isolation.uncommitted-offset-read",)
-SEVERAL_TOPICS = tuple(check for check in BLACK_BOX if check not in ONE_TOPIC_EACH)
 SCENARIOS += [
     Scenario(
         "byo-two-shops-crash",
         {**TWO_SHOPS, "duration": 20, "records": 4000},
-        must_pass=SEVERAL_TOPICS,
+        must_pass=BLACK_BOX,
     ),
     Scenario(
         # Forgets to stop after the dead-letter write: each rejected order is output too.
@@ -472,7 +469,7 @@ SCENARIOS += [
             "records": 1000,
         },
         must_fail=("delivery.duplicate",),
-        must_pass=tuple(check for check in ALWAYS if check not in ONE_TOPIC_EACH),
+        must_pass=ALWAYS,
         nightly=True,
     ),
 ]
@@ -488,21 +485,19 @@ OUTSIDE_THE_TRANSACTION = {
     # a dead letter sent again, or lost; or, from the logs, a transaction that committed
     # input offsets whose only output went outside it
     "must_fail_one_of": ("delivery.duplicate", "delivery.lost", "delivery.torn-transaction"),
-    "must_pass": tuple(
-        check for check in ALWAYS if check not in (*ONE_TOPIC_EACH, "delivery.lost")
-    ),
+    "must_pass": tuple(check for check in ALWAYS if check != "delivery.lost"),
 }
 SCENARIOS += [
     Scenario(
         "byo-java-orders",
         {**orders_app.AS_JAR, **WALKTHROUGH},
-        must_pass=SEVERAL_TOPICS,
+        must_pass=BLACK_BOX,
         before=orders_app.built_jar,
     ),
     Scenario(
         "byo-java-orders-image",
         {**orders_app.AS_IMAGE, **WALKTHROUGH},
-        must_pass=SEVERAL_TOPICS,
+        must_pass=BLACK_BOX,
         before=orders_app.built_image,
         nightly=True,
     ),
@@ -680,10 +675,17 @@ def test_each_topic_of_a_run_with_several_is_created_read_and_judged(verdict_of)
     assert dead_letters["records"] == 4000 // 20 and dead_letters["ids"][:2] == [19, 39]
 
 
-def test_checks_that_place_output_records_by_partition_alone_say_they_do_not_apply(verdict_of):
+def test_the_realtime_lag_of_several_topics_is_told_per_topic_and_partition(verdict_of):
     verdict = verdict_of("byo-two-shops-crash")
-    for check in ONE_TOPIC_EACH:
-        assert "several input or output topics" in verdict["not_applicable"][check], check
+    tag = read_manifest(Path(verdict["run_dir"]))["input_topic"].removeprefix("web-orders")
+    lag = verdict["stats"]["realtime_lag"]
+    topics = {partition.rpartition(":")[0] for partition in lag["partitions"]}
+    written = ("enriched-orders", "rejected-orders", "order-audit")
+    assert topics == {f"{name}{tag}" for name in written}
+    assert sum(p["records"] for p in lag["partitions"].values()) == lag["records"] > 0
+    assert {partition for _, partition, _ in verdict["timeline"]["realtime_lag"]} <= set(
+        lag["partitions"]
+    )
 
 
 @pytest.mark.chaos

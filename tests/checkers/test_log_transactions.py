@@ -47,6 +47,7 @@ TORN = "delivery.torn-transaction"
 OLDER_EPOCH = "fencing.older-epoch-commit"
 HANGING = "liveness.hanging-transaction"
 UNCOMMITTED = "isolation.uncommitted-offset-read"
+DEAD_LETTERS = "rejected"  # a second topic the pipeline writes, with partitions numbered alike
 CHECKS = (TORN, OLDER_EPOCH, HANGING, UNCOMMITTED)
 TXN_ID = "pipeline-7"
 PRODUCER = 4242
@@ -243,16 +244,19 @@ def judged_logs(spark):
 
 @pytest.fixture
 def judged_reads(spark):
-    """isolation.uncommitted-offset-read of downstream reads (reader, offset, time) of the
-    pipeline's output partition, judged against its log rows alone."""
+    """isolation.uncommitted-offset-read of downstream reads (reader, offset, time; or reader,
+    topic, offset, time) of the pipeline's output partition, or of that partition of a
+    dead-letter topic, judged against its log rows alone."""
 
-    def judge(pipeline: Pipeline, reads: list[tuple[str, int, float]]) -> dict:
+    def judge(pipeline: Pipeline, reads: list[tuple]) -> dict:
         lines = spark.sparkContext.parallelize([json.dumps(row) for row in pipeline.rows])
         log = spark.read.schema(SCHEMA_DDL).json(lines)
-        rows = producer_rows(log, offset_commits(log), (INPUT_TOPIC,), (OUTPUT_TOPIC,))
+        written = (OUTPUT_TOPIC, DEAD_LETTERS)
+        rows = producer_rows(log, offset_commits(log), (INPUT_TOPIC,), written)
+        placed = [read if len(read) == 4 else (read[0], OUTPUT_TOPIC, *read[1:]) for read in reads]
         frame = spark.createDataFrame(
-            [(reader, OUT_PARTITION, offset, offset, time) for reader, offset, time in reads],
-            "reader string, partition int, offset long, id long, time double",
+            [(reader, topic, OUT_PARTITION, at, at, time) for reader, topic, at, time in placed],
+            "reader string, topic string, partition int, offset long, id long, time double",
         )
         found = tally(uncommitted_offset_findings(frame, output_pieces(rows)), 5)
         return result(CATALOGUE[UNCOMMITTED], found.get(UNCOMMITTED)).to_json()
@@ -436,6 +440,29 @@ def test_a_read_of_output_no_marker_ever_closed_is_an_uncommitted_read(judged_re
     assert "committed_at" not in uncommitted["examples"][0]  # no marker: no time
 
 
+def test_a_read_is_placed_in_its_own_topic_where_two_topics_share_partitions_and_offsets(
+    judged_reads,
+):
+    """The same partition and offsets in a dead-letter topic, committed 10 s later than the
+    output's: a read there between the two markers read past the dead letters' stable offset,
+    and the same read of the output did not."""
+    pipeline = _whole(2)
+    _, second = _markers(pipeline)
+    for row in [row for row in pipeline.rows if row["topic"] == OUTPUT_TOPIC]:
+        params = json.loads(row["params"])
+        params["create_time"] += 10_000
+        pipeline.rows.append(row | {"topic": DEAD_LETTERS, "params": json.dumps(params)})
+    reads = [
+        ("observer", OUTPUT_TOPIC, OUTPUT_START + 12, second + 1.0),
+        ("observer", DEAD_LETTERS, OUTPUT_START + 12, second + 1.0),
+    ]
+    uncommitted = judged_reads(pipeline, reads)
+    assert (uncommitted["verdict"], uncommitted["count"]) == ("FAIL", 1)
+    [example] = uncommitted["examples"]
+    assert (example["topic"], example["offset"]) == (DEAD_LETTERS, OUTPUT_START + 12)
+    assert example["committed_at"] == pytest.approx(second + 10)
+
+
 def test_a_read_of_an_aborted_range_is_left_to_the_aborted_read_checks(judged_reads):
     pipeline = _whole(1)
     pipeline.transaction(fate="ABORT")
@@ -453,7 +480,7 @@ def test_an_aborted_offset_read_names_the_transaction_whose_abort_covers_it(spar
     rows = producer_rows(log, offset_commits(log), (INPUT_TOPIC,), (OUTPUT_TOPIC,))
     example = {"topic": OUTPUT_TOPIC, "partition": OUT_PARTITION, "offset": OUTPUT_START + 15}
     input_example = {"topic": INPUT_TOPIC, "partition": OUT_PARTITION, "offset": OUTPUT_START}
-    name_transactions(output_pieces(rows), [example, input_example], OUTPUT_TOPIC)
+    name_transactions(output_pieces(rows), [example, input_example])
     assert (example["txn_id"], example["producer_id"], example["txn_fate"]) == (
         TXN_ID,
         PRODUCER,

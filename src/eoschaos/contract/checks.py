@@ -32,8 +32,6 @@ class Evidence(Enum):
     END_STATE = "end state"  # log-end rows
     GROUP_OFFSETS = "group offsets"  # the end state's committed offsets of the group
     LAG_BOUND = "a bound on realtime lag"  # the user's --max-lag (run.json's max_lag)
-    # one input and one output topic: the check places records by partition alone
-    ONE_TOPIC_EACH = "one input and one output topic"
 
 
 class Pass(Enum):
@@ -309,7 +307,7 @@ UNCOMMITTED_OFFSET_READ = CheckSpec(
     "ever closed: it read past the last stable offset. Judged by the record's offset against "
     "the brokers' logs (batch ranges and marker times), for any transactional pipeline.",
     Pass.LOG_TRANSACTIONS,
-    (Evidence.TRANSACTIONS, Evidence.BATCH_HEADERS, Evidence.ONE_TOPIC_EACH),
+    (Evidence.TRANSACTIONS, Evidence.BATCH_HEADERS),
     look="the read's time against its transaction's marker: a reader configured "
     "read_uncommitted, or a broker that served records above the last stable offset",
 )
@@ -420,7 +418,7 @@ REALTIME_LAG = CheckSpec(
     "partition (judged only when the user sets the bound; the lag itself is always in the "
     "verdict's statistics and the report).",
     Pass.LOG_TRANSACTIONS,
-    (Evidence.TRANSACTIONS, Evidence.BATCH_HEADERS, Evidence.LAG_BOUND, Evidence.ONE_TOPIC_EACH),
+    (Evidence.TRANSACTIONS, Evidence.BATCH_HEADERS, Evidence.LAG_BOUND),
     look="the realtime lag chart: which partitions lagged, and the fault or stalled instance "
     "(its lane on the timeline) in that window",
     jepsen=(JepsenName("worst-realtime-lag"),),
