@@ -10,6 +10,10 @@ Modes: `eos` (one copier per partition, a stable transactional.id per partition:
 and `no-fencing`, the known-bad mode: every partition has TWO copiers whose transactional.ids
 differ, as a deployment that starts a replacement without fencing the old process would have.
 Nothing stops both from copying the same records, so the output holds duplicates.
+
+Not under `twin`: by hand-assigned partition the copier reads its position before
+`initTransactions`, so a second copier with the same transactional.id can copy again what the
+first committed meanwhile (docs/findings.md). The scenarios run it under kill and crash.
 """
 
 from __future__ import annotations
