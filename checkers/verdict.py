@@ -2,14 +2,14 @@
 
 Spark jobs: the census (one grouped pass: readers, end state, faults, time span), the
 transaction table (one row per transaction, collected once: the statistics count it on the
-driver), then, side by side (checkers.spark.concurrently), each pass's anomaly rows -- only
-counts and a few examples reach the driver -- the timeline (throughput per second, process
-lanes, and the transactions' bars) and the lineage of the whole history. Where the run
-recorded the brokers' logs, the transactions rebuilt from them (checkers/log_transactions.py)
-are collected once too, also side by side, and judged on the driver: the checks of whole
-transactions, their fates and, next to a client history, the agreement of both sides (whose
-per-transaction grain is one more job). Last, the failed examples' records, forensics and
-lineage."""
+driver), then, side by side (checkers.spark.concurrently), every pass's anomaly rows in one
+query -- only counts and a few examples reach the driver -- the timeline (throughput per
+second, process lanes, and the transactions' bars) and the lineage of the whole history.
+Where the run recorded the brokers' logs, the transactions rebuilt from them
+(checkers/log_transactions.py) are collected once too, also side by side, and judged on the
+driver: the checks of whole transactions, their fates and, next to a client history, the
+agreement of both sides (whose per-transaction grain is one more job). Last, the failed
+examples' records, forensics and lineage."""
 
 from __future__ import annotations
 
@@ -127,7 +127,7 @@ def _judge(
     applicable = [name for name in CATALOGUE if name not in not_applicable]
     passes = {CATALOGUE[name].found_by for name in applicable}
 
-    parts: list[DataFrame] = []  # each pass's anomaly rows, tallied by Spark
+    parts: list[DataFrame] = []  # each pass's anomaly rows, tallied by Spark as one union
     on_driver: list[Callable[[], dict[str, Tally]]] = []  # passes over collected grains
     if Pass.OFFSETS in passes:
         parts.append(isolation.offset_findings(history, census))
@@ -202,7 +202,9 @@ def _judge(
         ),
         lambda: history_lineage(history) if lineage else None,
         *on_driver,
-        *[functools.partial(tally, part, max_examples) for part in parts],
+        # one query for every pass's rows: the passes' own stages run side by side in it, and
+        # their ranking and collect are done once, not once a pass
+        *([functools.partial(tally, _union(parts), max_examples)] if parts else []),
     )
     tallies = {name: found for part in tallied for name, found in part.items()}
     tallies.update(log_tallies)
@@ -363,6 +365,11 @@ def _overall(checks: dict[str, CheckResult], unfinished: list[str]) -> str:
     if any(check.failed for check in checks.values()):
         return "FAIL"
     return "UNKNOWN" if unfinished else "PASS"
+
+
+def _union(parts: list[DataFrame]) -> DataFrame:
+    """The passes' anomaly rows (`explode_findings`: one schema) as one DataFrame."""
+    return functools.reduce(DataFrame.unionByName, parts)
 
 
 def _not_applicable(history: History, census: Census) -> dict[str, str]:
