@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from eoschaos.checkers.codes import code_of, name_of
+from eoschaos.checkers.codes import code_of, looked_up, name_of
 from eoschaos.checkers.findings import Candidate, explode_findings, finding
 from eoschaos.checkers.history_io import History
 from eoschaos.contract.checks import DUPLICATE, DUPLICATE_INPUT, LOST, PHANTOM, UNSEEN
@@ -273,10 +273,6 @@ def delivery_findings(
 
 def _group_offset(partition: Column, committed: dict[int, int | None]) -> Column:
     """The group's committed offset of `partition` (a topic index and partition, packed as
-    a place is) as a literal map lookup: a few partitions, so a map in the plan beats a join
-    (null: never committed, or no such partition)."""
-    known = sorted((number, value) for number, value in committed.items() if value is not None)
-    if not known:  # an empty map literal has no key type
-        return F.lit(None).cast("long")
-    pairs = [F.lit(part).cast("long") for pair in known for part in pair]
-    return F.create_map(*pairs)[partition.cast("long")]
+    a place is; null: never committed, or no such partition)."""
+    known = {number: value for number, value in committed.items() if value is not None}
+    return looked_up(partition, known, "long").cast("long")

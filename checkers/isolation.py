@@ -19,7 +19,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from eoschaos.checkers.census import Census
-from eoschaos.checkers.codes import code_of, name_of
+from eoschaos.checkers.codes import code_of, looked_up, name_of
 from eoschaos.checkers.findings import Found, explode_findings, finding
 from eoschaos.checkers.history_io import History
 from eoschaos.checkers.transactions import PARTITION_SHIFT, TXN_KEY
@@ -177,14 +177,12 @@ def _offset_of(place: str) -> Column:
 def _final_lso(census: Census, history: History) -> Column:
     """The end state's last stable offset of this row's topic-partition (null without one)."""
     codes = {topic: code for code, topic in enumerate(history.topics.all)}
-    pairs = []
-    for row in census.end_rows_of("log-end"):
-        if row["topic"] in codes and row["lso"] is not None:
-            pk = (codes[row["topic"]] << (TOPIC_SHIFT - PARTITION_SHIFT)) + row["partition"]
-            pairs += [F.lit(pk), F.lit(row["lso"])]
-    if not pairs:
-        return F.lit(None).cast("long")
-    return F.element_at(F.create_map(*pairs), F.col("pk"))
+    lsos = {
+        (codes[row["topic"]] << (TOPIC_SHIFT - PARTITION_SHIFT)) + row["partition"]: row["lso"]
+        for row in census.end_rows_of("log-end")
+        if row["topic"] in codes and row["lso"] is not None
+    }
+    return looked_up(F.col("pk"), lsos, "long")
 
 
 def _bound(census: Census, history: History, reader: str, which: str) -> Column:
@@ -193,16 +191,12 @@ def _bound(census: Census, history: History, reader: str, which: str) -> Column:
     the range it read."""
     offsets = census.first_offsets if which == "first" else census.last_offsets
     codes = {topic: code for code, topic in enumerate(history.topics.all)}
-    pairs = []
-    for (name, topic, partition), offset in offsets.items():
-        if name == reader and topic in codes:
-            pairs += [
-                F.lit((codes[topic] << (TOPIC_SHIFT - PARTITION_SHIFT)) + partition),
-                F.lit(offset),
-            ]
-    if not pairs:
-        return F.lit(None).cast("long")
-    return F.element_at(F.create_map(*pairs), F.col("pk"))
+    bounds = {
+        (codes[topic] << (TOPIC_SHIFT - PARTITION_SHIFT)) + partition: offset
+        for (name, topic, partition), offset in offsets.items()
+        if name == reader and topic in codes
+    }
+    return looked_up(F.col("pk"), bounds, "long")
 
 
 def transaction_read_found(txn_reads: list[dict[str, Any]], drained: list[str]) -> list[Found]:
