@@ -19,12 +19,12 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from eoschaos.checkers.findings import without_nulls
 from eoschaos.checkers.history_io import History
-from eoschaos.checkers.log_findings import BUCKET
+from eoschaos.checkers.log_findings import BUCKET, buckets
 from eoschaos.checkers.log_transactions import COMMITTED_FATES
 from eoschaos.checkers.transactions import TXN_KEY, outcome
 from eoschaos.contract.checks import (
@@ -110,23 +110,16 @@ def _by_transactional_id(
 
 def _placed(reads: DataFrame, batches: DataFrame, log_txns: DataFrame) -> DataFrame:
     """Each read with the coordinator's transaction that holds it (null: none does): the batch
-    starting at or before its offset in its partition, if the batch reaches it, and that
-    batch's transaction (the producer's range holding the batch: a producer's ranges in one
-    partition never overlap, other producers' may). Batches and ranges are small (they grow
-    with batches and transactions); the reads are sorted once, by partition and offset."""
+    holding its offset in its topic-partition (batches never overlap), and that batch's
+    transaction (the producer's range holding the batch: a producer's ranges in one
+    partition never overlap, other producers' may). Both joins are on broadcast ranges by
+    offset bucket (they grow with batches and transactions), so the reads are not shuffled."""
     records = F.aggregate("output", F.lit(0).cast("long"), lambda n, o: n + o["records"])
     ranges = log_txns.select(
         F.col("producer_id").alias("range_producer"),
         F.struct(*LOG_FIELDS[:-1], records.alias(LOG_FIELDS[-1])).alias("log"),
         F.explode("output").alias("o"),
-    ).withColumn(  # a batch meets only its bucket's ranges, not all of its producer's
-        "bucket",
-        F.explode(
-            F.sequence(
-                F.floor(F.col("o.first_offset") / BUCKET), F.floor(F.col("o.last_offset") / BUCKET)
-            )
-        ),
-    )
+    ).withColumn("bucket", buckets("o.first_offset", "o.last_offset"))
     owned = batches.join(
         F.broadcast(ranges),
         (F.col("producer_id") == F.col("range_producer"))
@@ -134,24 +127,21 @@ def _placed(reads: DataFrame, batches: DataFrame, log_txns: DataFrame) -> DataFr
         & (F.floor(F.col("offset") / BUCKET) == F.col("bucket"))
         & F.col("offset").between(F.col("o.first_offset"), F.col("o.last_offset")),
     ).select(
-        "partition",
-        "offset",
-        F.lit(0).alias("order"),
-        F.struct("last_offset", "log").alias("batch"),
+        F.col("topic").alias("batch_topic"),
+        F.col("partition").alias("batch_partition"),
+        F.col("offset").alias("batch_offset"),
+        "last_offset",
+        "log",
+        buckets("offset", "last_offset").alias("batch_bucket"),
     )
-    by_offset = (
-        Window.partitionBy("partition")
-        .orderBy("offset", "order")
-        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    )
-    reaches = F.col("offset") <= F.col("covering.last_offset")
-    return (
-        reads.select(*TXN_KEY, "partition", "offset", F.lit(1).alias("order"))
-        .unionByName(owned, allowMissingColumns=True)
-        .withColumn("covering", F.last("batch", ignorenulls=True).over(by_offset))
-        .filter(F.col("order") == 1)
-        .select(*TXN_KEY, F.when(reaches, F.col("covering.log")).alias("log"))
-    )
+    return reads.join(
+        F.broadcast(owned),
+        (F.col("topic") == F.col("batch_topic"))
+        & (F.col("partition") == F.col("batch_partition"))
+        & (F.floor(F.col("offset") / BUCKET) == F.col("batch_bucket"))
+        & F.col("offset").between(F.col("batch_offset"), F.col("last_offset")),
+        "left",
+    ).select(*TXN_KEY, "log")
 
 
 def _by_transaction(

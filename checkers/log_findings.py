@@ -16,9 +16,10 @@ completed, or batches no marker closed (KIP-664), hold read_committed readers ba
 
 isolation.uncommitted-offset-read: a read_committed reader may return a transaction's record
 only once the partition's last stable offset passed it, which is after the transaction's
-marker there was written. Each read of the output is placed in its producer's range by offset
-(a broadcast join of the ranges on (partition, offset bucket)); a read whose time is before
-that range's marker time, or of a range no marker closed, read uncommitted data. Both times
+marker there was written. Each read of the output is placed in the batch holding its offset (a
+broadcast join of the batches on (topic, partition, offset bucket): batches never overlap,
+where the ranges of producers writing one partition at once do); a read whose time is before
+its batch's marker time, or of a batch no marker closed, read uncommitted data. Both times
 are this machine's wall clock (brokers and readers share it, on both backends), and a read's
 time is taken after the poll returned, so a read before the marker is never a late record.
 
@@ -29,7 +30,7 @@ client.
 
 The transaction table has a row per transaction (thousands), so its checks -- torn, older-epoch
 and hanging -- are judged on the driver from one collect, with no plan per check; the reads'
-check joins the millions of reads to the output's pieces in Spark.
+check joins the millions of reads to the output's batches in Spark.
 """
 
 from __future__ import annotations
@@ -60,7 +61,11 @@ from eoschaos.contract.checks import (
 )
 from eoschaos.contract.history import FINAL_SCANS
 
-BUCKET = 1024  # offsets per bucket of a range join: a read or batch meets only its bucket's ranges
+# Offsets per bucket of a range join: a read meets only its bucket's ranges. Small, so that a
+# read meets two or three batches, not the forty a bucket of 1024 held at 25 records a batch
+# (the join's candidates, each filtered, were its cost); a batch spanning several buckets is a
+# row in each, so the ranges grow with the offsets written over 64.
+BUCKET = 64
 
 
 def judge_log_transactions(
@@ -199,13 +204,17 @@ def unmarked_found(pieces: list[dict[str, Any]]) -> list[Found]:
     ]
 
 
+def downstream_readers(census: Census) -> list[str]:
+    """Every reader but the final scans, which read after the run and, one of them,
+    uncommitted data on purpose."""
+    return [name for name in census.readers if name not in FINAL_SCANS]
+
+
 def downstream_reads(history: History, census: Census, topics: tuple[str, ...]) -> DataFrame:
-    """The reads of `topics` by downstream readers (every reader but the final scans, which
-    read after the run and, one of them, uncommitted data on purpose)."""
-    readers = [name for name in census.readers if name not in FINAL_SCANS]
+    """The reads of `topics` by the downstream readers (`downstream_readers`)."""
     return (
         history.kind("read")
-        .filter(F.col("topic").isin(*topics) & F.col("process").isin(readers))
+        .filter(F.col("topic").isin(*topics) & F.col("process").isin(downstream_readers(census)))
         .select(
             F.col("process").alias("reader"),
             "topic",
@@ -218,30 +227,28 @@ def downstream_reads(history: History, census: Census, topics: tuple[str, ...]) 
     )
 
 
-def placed_reads(reads: DataFrame, pieces: DataFrame) -> DataFrame:
-    """Each read of `reads` (topic, partition, offset) with the piece of `pieces`
-    (`output_pieces`) whose offset range holds it: a broadcast join of the ranges on (topic,
+def buckets(first: str, last: str) -> Column:
+    """The offset buckets of the range from column `first` to `last`, a row each (exploded)."""
+    return F.explode(F.sequence(F.floor(F.col(first) / BUCKET), F.floor(F.col(last) / BUCKET)))
+
+
+def placed_reads(reads: DataFrame, batches: DataFrame) -> DataFrame:
+    """Each read of `reads` (topic, partition, offset) with the batch of `batches`
+    (`output_batches`) whose offset range holds it: a broadcast join of the ranges on (topic,
     partition, offset bucket)."""
-    ranges = pieces.withColumn(
-        "bucket",
-        F.explode(
-            F.sequence(
-                F.floor(F.col("first_offset") / BUCKET), F.floor(F.col("last_offset") / BUCKET)
-            )
-        ),
-    )
+    ranges = batches.withColumn("bucket", buckets("first_offset", "last_offset"))
     placed = reads.withColumn("bucket", F.floor(F.col("offset") / BUCKET)).join(
         F.broadcast(ranges), ["topic", "partition", "bucket"]
     )
     return placed.filter(F.col("offset").between(F.col("first_offset"), F.col("last_offset")))
 
 
-def uncommitted_offset_findings(reads: DataFrame, pieces: DataFrame) -> DataFrame:
+def uncommitted_offset_findings(reads: DataFrame, batches: DataFrame) -> DataFrame:
     """One anomaly row per read of `reads` (downstream readers' reads of the output: reader,
     topic, partition, offset, id, time) of a record its transaction had not committed by then, per
-    the output's ranges and markers (`output_pieces`); sub-counts per reader."""
+    the output's batches and their markers (`output_batches`); sub-counts per reader."""
     # a read of an aborted record is aborted-offset-read
-    placed = placed_reads(reads, pieces.filter(F.col("fate") != ABORT))
+    placed = placed_reads(reads, batches.filter(F.col("fate") != ABORT))
     early = F.col("marker_ms").isNull() | (F.col("time") * 1000 < F.col("marker_ms"))
     return explode_findings(
         placed,

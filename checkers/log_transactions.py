@@ -31,7 +31,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
     ArrayType,
@@ -253,11 +253,12 @@ def _coordinator_transactions(rows: DataFrame, topics: Iterable[str]) -> DataFra
     ).drop("decision", "ours")
 
 
-def _data_pieces(rows: DataFrame) -> DataFrame:
-    """One row per producer and marker of an output partition: its batches up to the marker
-    (offset range, records) and the marker's fate; batches after a producer's last marker
-    there are one OPEN piece. An aborted range of the `.txnindex` ends at its ABORT marker,
-    and sorts just before it."""
+def _marked_batches(rows: DataFrame) -> DataFrame:
+    """The outputs' transactional data batches among `rows` (`producer_rows`), each with its
+    producer's first marker at or after it in its partition (offset, time) and the end of the
+    first aborted range there (`aborted_at`: the batch was aborted when that is its marker's
+    offset). An aborted range of the `.txnindex` ends at its ABORT marker, and sorts just
+    before it."""
     marks = rows.filter(F.col("f").isin(LOG_BATCH, LOG_ABORTED)).withColumns(
         {
             "position": F.when(F.col("f") == LOG_ABORTED, F.col("last_offset")).otherwise(
@@ -276,7 +277,7 @@ def _data_pieces(rows: DataFrame) -> DataFrame:
         .rowsBetween(Window.unboundedPreceding, Window.currentRow)
     )
     control = (F.col("f") == LOG_BATCH) & F.col("control")
-    marked = marks.withColumns(
+    return marks.withColumns(
         {
             "marker_offset": F.last(F.when(control, F.col("offset")), True).over(later),
             "marker_ms": F.last(F.when(control, F.col("create_time")), True).over(later),
@@ -285,8 +286,20 @@ def _data_pieces(rows: DataFrame) -> DataFrame:
             ),
         }
     ).filter((F.col("f") == LOG_BATCH) & ~F.col("control"))
+
+
+def _fate(aborted: Column) -> Column:
+    """A batch's or piece's fate from its marker offset and whether it was `aborted`."""
+    return F.when(F.col("marker_offset").isNull(), OPEN).when(aborted, ABORT).otherwise(COMMIT)
+
+
+def _data_pieces(rows: DataFrame) -> DataFrame:
+    """One row per producer and marker of an output partition: its batches up to the marker
+    (offset range, records) and the marker's fate; batches after a producer's last marker
+    there are one OPEN piece."""
     return (
-        marked.groupBy("producer_id", "topic", "partition", "marker_offset")
+        _marked_batches(rows)
+        .groupBy("producer_id", "topic", "partition", "marker_offset")
         .agg(
             F.min("offset").alias("first_offset"),
             F.max("last_offset").alias("last_offset"),
@@ -308,13 +321,43 @@ def _data_pieces(rows: DataFrame) -> DataFrame:
                 "first_offset",
                 "last_offset",
                 "records",
-                F.when(F.col("marker_offset").isNull(), OPEN)
-                .when(F.col("aborted"), ABORT)
-                .otherwise(COMMIT)
-                .alias("fate"),
+                _fate(F.col("aborted")).alias("fate"),
             ).alias("output"),
         )
         .withColumn("fate", F.col("output.fate"))
+    )
+
+
+def output_batches(rows: DataFrame) -> DataFrame:
+    """Each transactional batch of the outputs (from `producer_rows`), as `output_pieces`
+    has its piece: producer id, transactional id, epoch, marker time (ms; null with no
+    marker), topic, partition, offset range (`first_offset`: the batch's base offset) and
+    fate. A producer's batches never overlap one another, nor anyone's: a read lies in one
+    batch, where pieces of producers writing a partition at once share offsets."""
+    return (
+        _marked_batches(rows)
+        .drop("txn_id")  # a coordinator's record's; a batch's producer ran under one
+        .join(F.broadcast(_transactional_ids(rows)), "producer_id", "left")
+        .select(
+            "producer_id",
+            "txn_id",
+            F.col("producer_epoch").alias("epoch"),
+            "marker_ms",
+            "topic",
+            "partition",
+            F.col("offset").alias("first_offset"),
+            "last_offset",
+            _fate(F.col("aborted_at") == F.col("marker_offset")).alias("fate"),
+        )
+    )
+
+
+def _transactional_ids(rows: DataFrame) -> DataFrame:
+    """The transactional id each producer id ran under, per the coordinators' records."""
+    return (
+        rows.filter(F.col("f") == TXN_STATE)
+        .groupBy("producer_id")
+        .agg(F.max("txn_id").alias("txn_id"))
     )
 
 
@@ -324,14 +367,9 @@ def output_pieces(rows: DataFrame) -> DataFrame:
     time (ms; null with no marker), topic, partition, offset range, records and fate (OPEN: no
     marker closed it). The checks of reads and of hanging output, and the examples' names,
     read it; the verdict caches it once for all of them."""
-    ids = (
-        rows.filter(F.col("f") == TXN_STATE)
-        .groupBy("producer_id")
-        .agg(F.max("txn_id").alias("txn_id"))
-    )
     return (
         _data_pieces(rows)
-        .join(F.broadcast(ids), "producer_id", "left")
+        .join(F.broadcast(_transactional_ids(rows)), "producer_id", "left")
         .select("producer_id", "txn_id", "epoch", "first_time", "marker_ms", "topic", "output.*")
     )
 

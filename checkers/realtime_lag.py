@@ -19,11 +19,15 @@ reader had read yet; at the end it is what delivery.lost and liveness.unseen jud
 
 from __future__ import annotations
 
+import math
+from collections import Counter, defaultdict
+from collections.abc import Sequence
 from typing import Any
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from eoschaos.checkers.codes import code_of, name_of
 from eoschaos.checkers.findings import explode_findings, finding
 from eoschaos.checkers.history_io import History
 from eoschaos.checkers.log_findings import placed_reads
@@ -34,19 +38,49 @@ LAG_QUANTILE = 0.99
 READ_COMMITTED = "read_committed"
 
 
-def first_reads(reads: DataFrame, pieces: DataFrame) -> DataFrame:
+def first_reads(
+    reads: DataFrame, batches: DataFrame, readers: Sequence[str], topics: Sequence[str]
+) -> DataFrame:
     """(reader, topic, partition, offset, id, read_at, committed_at, lag) for each read_committed
-    downstream reader's first read, at or after the marker, of each output record a COMMIT
-    marker closed. `reads`: downstream_reads; `pieces`: output_pieces."""
-    committed = pieces.filter((F.col("fate") == COMMIT) & F.col("marker_ms").isNotNull())
-    placed = placed_reads(reads.filter(F.col("isolation") == READ_COMMITTED), committed)
+    downstream reader's first read of each output record a COMMIT marker closed, where that
+    first read came at or after the marker (one before it is isolation.uncommitted-offset-read's
+    and has no lag). `reads`: downstream_reads of `topics` by `readers`; `batches`:
+    output_batches (each read lies in one).
+
+    The reads are narrowed to each reader's first read of each offset before they are placed:
+    one shuffle of small coded rows (the reader and topic as codes), then a join on the
+    broadcast batches with nothing more to shuffle. Not cached: recomputing it for the bound's
+    check costs less than writing ten million rows to the cache."""
+    committed = batches.filter((F.col("fate") == COMMIT) & F.col("marker_ms").isNotNull())
+    first = (
+        reads.filter(F.col("isolation") == READ_COMMITTED)
+        .groupBy(
+            code_of("reader", {name: code for code, name in enumerate(readers)}).alias("r"),
+            code_of("topic", {name: code for code, name in enumerate(topics)}).alias("t"),
+            "partition",
+            "offset",
+        )
+        .agg(F.min("time").alias("time"), F.min_by("id", "time").alias("id"))
+        .select(
+            name_of(F.col("r"), readers).alias("reader"),
+            name_of(F.col("t"), topics).alias("topic"),
+            "partition",
+            "offset",
+            "id",
+            "time",
+        )
+    )
     return (
-        placed.filter(F.col("time") * 1000 >= F.col("marker_ms"))
-        .groupBy("reader", "topic", "partition", "offset")
-        .agg(
-            F.min("time").alias("read_at"),
-            (F.first("marker_ms") / 1000).alias("committed_at"),
-            F.first("id").alias("id"),
+        placed_reads(first, committed)
+        .filter(F.col("time") * 1000 >= F.col("marker_ms"))
+        .select(
+            "reader",
+            "topic",
+            "partition",
+            "offset",
+            "id",
+            F.col("time").alias("read_at"),
+            (F.col("marker_ms") / 1000).alias("committed_at"),
         )
         .withColumn("lag", F.col("read_at") - F.col("committed_at"))
     )
@@ -57,34 +91,55 @@ def lag_figures(
 ) -> tuple[dict[str, Any], list[list[Any]]]:
     """The lag's figures (records, worst and p99 seconds: in all and per output partition) and
     its series (second of the run, partition, worst lag of the reads in that second), from one
-    grouped aggregation of `first_reads`. A partition is its number when the run wrote `one
-    topic`, else "topic:number"."""
+    aggregation of `first_reads` over two grouping sets: per partition and second (records,
+    worst) and per partition and millisecond of lag (records), the histogram the p99s are read
+    from on the driver, exact to the millisecond the figures are rounded to (its rows grow with
+    the spread of the lags, not with the records). A partition is its number when the run wrote
+    `one topic`, else "topic:number"."""
     place = F.col("partition") if one_topic else F.concat_ws(":", "topic", "partition")
     rows = (
-        lags.rollup(place.alias("partition"), F.floor(F.col("read_at") - start).alias("t"))
-        .agg(
-            F.count(F.lit(1)).alias("records"),
-            F.max("lag").alias("worst"),
-            F.percentile_approx("lag", LAG_QUANTILE).alias("p99"),
+        lags.select(
+            place.alias("partition"),
+            F.floor(F.col("read_at") - start).alias("t"),
+            F.round(F.col("lag") * 1000).cast("long").alias("ms"),
+            "lag",
         )
+        .groupingSets([["partition", "t"], ["partition", "ms"]], "partition", "t", "ms")
+        .agg(F.count(F.lit(1)).alias("records"), F.max("lag").alias("worst"))
         .collect()
     )
-    figures: dict[str, Any] = {"records": 0, "worst_s": None, "p99_s": None, "partitions": {}}
+    histograms: dict[str, Counter[int]] = defaultdict(Counter)
+    worst: dict[str, float] = {}
     series = []
     for row in rows:
-        summary = {
-            "records": row["records"],
-            "worst_s": _seconds(row["worst"]),
-            "p99_s": _seconds(row["p99"]),
-        }
-        if row["partition"] is None:
-            figures.update(summary)
-        elif row["t"] is None:
-            figures["partitions"][str(row["partition"])] = summary
+        partition = str(row["partition"])
+        if row["t"] is None:
+            histograms[partition][row["ms"]] += row["records"]
+            worst[partition] = max(worst.get(partition, row["worst"]), row["worst"])
         else:
-            series.append([row["t"], row["partition"], summary["worst_s"]])
-    figures["partitions"] = dict(sorted(figures["partitions"].items(), key=lambda i: _order(i[0])))
+            series.append([row["t"], row["partition"], _seconds(row["worst"])])
+    figures: dict[str, Any] = {
+        **_summary(sum(histograms.values(), Counter()), max(worst.values(), default=None)),
+        "partitions": {
+            partition: _summary(histograms[partition], worst[partition])
+            for partition in sorted(histograms, key=_order)
+        },
+    }
     return figures, sorted(series, key=lambda point: (point[0], _order(str(point[1]))))
+
+
+def _summary(histogram: Counter[int], worst: float | None) -> dict[str, Any]:
+    """Records, worst and p99 seconds of one histogram of lags in milliseconds: the p99 is the
+    lag at rank ceil(0.99 n) in ascending order."""
+    records = sum(histogram.values())
+    p99, rank = None, math.ceil(LAG_QUANTILE * records)
+    below = 0
+    for ms in sorted(histogram):
+        below += histogram[ms]
+        if below >= rank:
+            p99 = ms / 1000
+            break
+    return {"records": records, "worst_s": _seconds(worst), "p99_s": p99}
 
 
 def _order(partition: str) -> tuple[str, int]:

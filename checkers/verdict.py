@@ -40,6 +40,7 @@ from eoschaos.checkers.history_io import History, load_history
 from eoschaos.checkers.lineage import history_lineage, lineage_section
 from eoschaos.checkers.lineage.from_logs import PlainLog
 from eoschaos.checkers.log_findings import (
+    downstream_readers,
     downstream_reads,
     judge_log_transactions,
     name_transactions,
@@ -47,6 +48,7 @@ from eoschaos.checkers.log_findings import (
 )
 from eoschaos.checkers.log_transactions import (
     offset_commits,
+    output_batches,
     output_pieces,
     producer_rows,
     topic_batches,
@@ -163,22 +165,25 @@ def _judge(
     log = history.kind(LOG_BATCH_KIND)
     # what the downstream readers read of the output: the lag, unseen input, uncommitted reads
     topics = history.topics
+    readers = downstream_readers(census)
     reads = downstream_reads(history, census, topics.written)
     commits = offset_commits(log)  # read once, by both passes over the coordinators' logs
     if Pass.OFFSET_COMMITS in passes:
         parts.append(offset_commit_findings(commits))
-    log_txns = log_rows = pieces = lags = None
+    log_txns = log_rows = pieces = batches = lags = None
     if Pass.LOG_TRANSACTIONS in passes:
         log_rows = producer_rows(log, commits, topics.inputs, topics.written).cache()
-        pieces = output_pieces(log_rows).cache()  # read by up to three plans below
+        pieces = output_pieces(log_rows).cache()  # read by the plans below and the examples
         # The transactions need the coordinators' states; without them (runs recorded
         # before they were) there is no table, and no agreement to state
         if census.log_rows.get(TXN_STATE):
             log_txns = log_transaction_table(log_rows, topics.all).cache()
         if UNCOMMITTED_OFFSET_READ.name in applicable:
-            parts.append(uncommitted_offset_findings(reads, pieces))
-            # the same reads of committed records, from their markers: the realtime lag
-            lags = first_reads(reads, pieces).cache()
+            # each read placed in its batch, by two plans: reads before the marker, and the
+            # first reads of committed records from their markers (the realtime lag)
+            batches = output_batches(log_rows).cache()
+            parts.append(uncommitted_offset_findings(reads, batches))
+            lags = first_reads(reads, batches, readers, topics.written)
             if REALTIME_LAG.name in applicable:
                 parts.append(lag_findings(lags, history.manifest["max_lag"]))
     # Each pass's findings, the timeline, the log transactions' stats and the lineage of the
@@ -223,7 +228,7 @@ def _judge(
         over_time["realtime_lag"], run_timeline["realtime_lag"] = lag
     if unseen is not None:
         over_time["unseen"], run_timeline["unseen"] = unseen
-    for cached in (pieces, log_rows, lags):
+    for cached in (pieces, batches, log_rows):
         if cached is not None:
             cached.unpersist()
     if txns is not None:

@@ -7,7 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from eoschaos.checkers.log_transactions import output_batches
+from eoschaos.checkers.realtime_lag import first_reads
 from eoschaos.checkers.verdict import check_run
+from eoschaos.contract.history import LOG_BATCH
 from eoschaos.contract.rundir import read_manifest, write_manifest
 from eoschaos.testing import Plants, RunShape, generate
 
@@ -67,3 +70,39 @@ def test_unseen_input_over_time_ends_at_the_records_never_consumed(spark, tmp_pa
     # without the brokers' batch headers there are no markers to measure the lag from
     assert "realtime_lag" not in verdict["stats"]
     assert "batch headers" in verdict["not_applicable"][CHECK]
+
+
+# One output partition that two producers write at once: producer 2's batches at offsets 0-9 and
+# 21-30 and its COMMIT marker at 31 (9 s); producer 1's batch at 10-19 and its marker at 20 (3 s).
+# Producer 2's range (0-30) holds producer 1's batch.
+INTERLEAVED = [
+    # offset, last offset, producer, control, written (ms)
+    (0, 9, 2, False, 1000),
+    (10, 19, 1, False, 2000),
+    (20, 20, 1, True, 3000),
+    (21, 30, 2, False, 4000),
+    (31, 31, 2, True, 9000),
+]
+
+
+def test_the_lag_runs_from_the_marker_of_the_records_own_batch_where_producers_interleave(spark):
+    rows = spark.createDataFrame(
+        [
+            (LOG_BATCH, "out", 0, offset, last, last - offset + 1, producer, 0, control, ms, None)
+            for offset, last, producer, control, ms in INTERLEAVED
+        ],
+        "f string, topic string, partition int, offset long, last_offset long, count long, "
+        "producer_id long, producer_epoch int, control boolean, create_time long, txn_id string",
+    )
+    reads = spark.createDataFrame(
+        [("observer", "out", 0, offset, offset, 9.5, "read_committed") for offset in (15, 25)],
+        "reader string, topic string, partition int, offset long, id long, time double, "
+        "isolation string",
+    )
+    lags = first_reads(reads, output_batches(rows), ["observer"], ["out"]).collect()
+    # offset 15 committed at 3 s (producer 1's marker), not at 9 s (producer 2's, whose range
+    # holds it); a read_committed reader got it only once producer 2's transaction ended
+    assert {row["offset"]: (row["committed_at"], row["lag"]) for row in lags} == {
+        15: (3.0, 6.5),
+        25: (9.0, 0.5),
+    }
