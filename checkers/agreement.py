@@ -24,7 +24,7 @@ from pyspark.sql import functions as F
 
 from eoschaos.checkers.findings import without_nulls
 from eoschaos.checkers.history_io import History
-from eoschaos.checkers.log_findings import BUCKET, buckets
+from eoschaos.checkers.log_findings import BUCKET, buckets, placed_reads
 from eoschaos.checkers.log_transactions import COMMITTED_FATES
 from eoschaos.checkers.transactions import TXN_KEY, outcome
 from eoschaos.contract.checks import (
@@ -126,21 +126,9 @@ def _placed(reads: DataFrame, batches: DataFrame, log_txns: DataFrame) -> DataFr
         & (F.col("partition") == F.col("o.partition"))
         & (F.floor(F.col("offset") / BUCKET) == F.col("bucket"))
         & F.col("offset").between(F.col("o.first_offset"), F.col("o.last_offset")),
-    ).select(
-        F.col("topic").alias("batch_topic"),
-        F.col("partition").alias("batch_partition"),
-        F.col("offset").alias("batch_offset"),
-        "last_offset",
-        "log",
-        buckets("offset", "last_offset").alias("batch_bucket"),
-    )
-    return reads.join(
-        F.broadcast(owned),
-        (F.col("topic") == F.col("batch_topic"))
-        & (F.col("partition") == F.col("batch_partition"))
-        & (F.floor(F.col("offset") / BUCKET) == F.col("batch_bucket"))
-        & F.col("offset").between(F.col("batch_offset"), F.col("last_offset")),
-        "left",
+    ).select("topic", "partition", F.col("offset").alias("first_offset"), "last_offset", "log")
+    return placed_reads(
+        reads.select(*TXN_KEY, "topic", "partition", "offset"), owned, how="left"
     ).select(*TXN_KEY, "log")
 
 

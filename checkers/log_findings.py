@@ -232,15 +232,28 @@ def buckets(first: str, last: str) -> Column:
     return F.explode(F.sequence(F.floor(F.col(first) / BUCKET), F.floor(F.col(last) / BUCKET)))
 
 
-def placed_reads(reads: DataFrame, batches: DataFrame) -> DataFrame:
+def placed_reads(reads: DataFrame, batches: DataFrame, how: str = "inner") -> DataFrame:
     """Each read of `reads` (topic, partition, offset) with the batch of `batches`
-    (`output_batches`) whose offset range holds it: a broadcast join of the ranges on (topic,
-    partition, offset bucket)."""
-    ranges = batches.withColumn("bucket", buckets("first_offset", "last_offset"))
-    placed = reads.withColumn("bucket", F.floor(F.col("offset") / BUCKET)).join(
-        F.broadcast(ranges), ["topic", "partition", "bucket"]
+    (`output_batches`, or any ranges by topic, partition, first and last offset) whose offset
+    range holds it: a broadcast join of the ranges on (topic, partition, offset bucket). `how`
+    "left" keeps a read no range holds, with nulls."""
+    placing = ("topic", "partition")
+    ranges = batches.select(
+        *[
+            F.col(name).alias(f"range_{name}") if name in placing else name
+            for name in batches.columns
+        ],
+        buckets("first_offset", "last_offset").alias("bucket"),
     )
-    return placed.filter(F.col("offset").between(F.col("first_offset"), F.col("last_offset")))
+    holds = (
+        (F.col("topic") == F.col("range_topic"))
+        & (F.col("partition") == F.col("range_partition"))
+        & (F.floor(F.col("offset") / BUCKET) == F.col("bucket"))
+        & F.col("offset").between(F.col("first_offset"), F.col("last_offset"))
+    )
+    return reads.join(F.broadcast(ranges), holds, how).drop(
+        "bucket", *[f"range_{name}" for name in placing]
+    )
 
 
 def uncommitted_offset_findings(reads: DataFrame, batches: DataFrame) -> DataFrame:
