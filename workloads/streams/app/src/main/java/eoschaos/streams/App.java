@@ -1,8 +1,10 @@
 package eoschaos.streams;
 
+import java.io.IOException;
+import java.io.InputStream;
 import java.time.Duration;
+import java.util.Properties;
 import java.util.concurrent.CountDownLatch;
-import org.apache.kafka.common.utils.AppInfoParser;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse;
@@ -38,7 +40,7 @@ public final class App {
     Topology topology = BucketTopology.build(settings);
     LOG.info(
         "Kafka Streams {} instance {} incarnation {}, {}, {} buckets\n{}",
-        AppInfoParser.getVersion(),
+        kafkaVersion(),
         settings.instance(),
         settings.incarnation(),
         settings.exactlyOnce() ? "exactly_once_v2" : "at_least_once",
@@ -93,5 +95,22 @@ public final class App {
     LOG.info("exiting with status {}", exitStatus);
     System.out.flush();
     Runtime.getRuntime().halt(exitStatus);
+  }
+
+  /**
+   * The Kafka clients' version, from the resource every kafka-clients jar carries: the class that
+   * reads it (AppInfoParser) is internal and moved package in 4.4, so the app reads it itself.
+   */
+  private static String kafkaVersion() {
+    Properties props = new Properties();
+    String resource = "/kafka/kafka-version.properties";
+    try (InputStream in = KafkaStreams.class.getResourceAsStream(resource)) {
+      if (in != null) {
+        props.load(in);
+      }
+    } catch (IOException e) {
+      LOG.warn("could not read the Kafka version", e);
+    }
+    return props.getProperty("version", "unknown");
   }
 }
