@@ -18,7 +18,7 @@ from pathlib import Path
 from eoschaos.contract.errors import EoschaosError
 from eoschaos.contract.host import cache_root, java_binary, require_tool
 
-DEFAULT_KAFKA_VERSION = "4.3.1"
+DEFAULT_KAFKA_VERSION = "4.4.0"
 LATEST_3X_VERSION = "3.9.2"
 _VERSION_RE = re.compile(r"^(\d+)\.(\d+)\.(\d+)$")
 _LOG_CONFIGS = Path(__file__).parent / "log_configs"

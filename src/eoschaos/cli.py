@@ -11,6 +11,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
+from eoschaos.clusters.kafka_dist import DEFAULT_KAFKA_VERSION
 from eoschaos.contract.checks import results_of
 from eoschaos.contract.errors import EoschaosError
 from eoschaos.contract.progress import progress_to_stderr
@@ -172,7 +173,7 @@ def build_parser() -> argparse.ArgumentParser:
         "per partition)",
     )
     run.add_argument("--partitions", type=_positive_int, help="input partitions")
-    run.add_argument("--kafka-version", help="Kafka version (default 4.3.1)")
+    run.add_argument("--kafka-version", help=f"Kafka version (default {DEFAULT_KAFKA_VERSION})")
     run.add_argument(
         "--client-version",
         help="streams: the Kafka client version its app is built against (default: the "
@@ -217,7 +218,9 @@ def build_parser() -> argparse.ArgumentParser:
     images = sub.add_parser("images", help="container images for --backend containers")
     images_sub = images.add_subparsers(dest="images_command", required=True, parser_class=_Parser)
     build = images_sub.add_parser("build", help="build eoschaos/kafka:<version> without a registry")
-    build.add_argument("--kafka-version", default=None, help="Kafka version (default 4.3.1)")
+    build.add_argument(
+        "--kafka-version", default=None, help=f"Kafka version (default {DEFAULT_KAFKA_VERSION})"
+    )
 
     check = sub.add_parser("check", help="re-check a run directory: verdict.json + report.html")
     check.add_argument("run_dir", type=Path)
@@ -230,7 +233,7 @@ def _add_cluster_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--kafka-version",
         default=None,
-        help="Kafka version to run (default 4.3.1; 3.9.x also supported)",
+        help=f"Kafka version to run (default {DEFAULT_KAFKA_VERSION}; 3.9.x also supported)",
     )
     parser.add_argument(
         "--run-dir",

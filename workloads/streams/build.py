@@ -67,7 +67,7 @@ def build_streams_app(
     Central unreachable on the first build, a compile error).
     """
     if not _VERSION_RE.fullmatch(kafka_version):
-        raise EoschaosError(f"'{kafka_version}' is not a Kafka version; use e.g. 4.3.1")
+        raise EoschaosError(f"'{kafka_version}' is not a Kafka version; use e.g. 4.4.0")
     home = cache_root() / "streams" / kafka_version
     home.mkdir(parents=True, exist_ok=True)
     digest = sources_digest(app_dir)

@@ -2,7 +2,7 @@
 
     [defaults]                    # any `eoschaos run` option, by its long name
     duration = 30
-    kafka_versions = ["4.3.1", "3.9.2"]
+    kafka_versions = ["4.4.0", "3.9.2"]
     seeds = [1, 2, 3]
 
     [[cell]]
