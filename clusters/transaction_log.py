@@ -32,8 +32,8 @@ from eoschaos.contract.history import (
     HistoryWriter,
 )
 
-# Kafka 4.x writes the state as its id (org.apache.kafka.coordinator.transaction.
-# TransactionState); 3.x prints the name. Both are recorded by name.
+# Kafka 4.0-4.3 print the state as its id (org.apache.kafka.coordinator.transaction.
+# TransactionState), 4.4 and 3.x as its name. Each is recorded by name.
 STATE_NAMES = (
     "Empty",
     "Ongoing",
@@ -44,6 +44,7 @@ STATE_NAMES = (
     "Dead",
     "PrepareEpochFence",
 )
+TOMBSTONES = ("null", "<DELETE>")  # a removed transactional id: 4.x, 3.x
 _RECORD = re.compile(
     r"^\| offset: (?P<offset>\d+) CreateTime: (?P<create_time>-?\d+) "
     r".* key: (?P<key>.*?) payload: (?P<payload>.*)$"
@@ -59,23 +60,28 @@ _LEGACY_PAYLOAD = re.compile(
 def parse_transaction_log(out: str, by_file: dict[str, Replica]) -> Iterator[tuple[Replica, dict]]:
     """DumpLogSegments --transaction-log-decoder's text -> one state per record: offset,
     create time (ms), transactional id, producer id and epoch, state name, the partitions in
-    the transaction ("topic-partition"), last update (ms). Tombstones are skipped."""
+    the transaction ("topic-partition"), last update (ms). Tombstones are skipped; a record in
+    a format neither reader knows raises ValueError."""
     for replica, line in lines_by_replica(out, by_file):
         match = _RECORD.match(line)
         if match is None:
             continue
+        if match["payload"] in TOMBSTONES:
+            continue
         state = _json_state(match["key"], match["payload"]) or _legacy_state(
             match["key"], match["payload"]
         )
-        if state is not None:
-            yield (
-                replica,
-                {
-                    "offset": int(match["offset"]),
-                    "create_time": int(match["create_time"]),
-                    **state,
-                },
+        if state is None:
+            # a format this reader does not know: said, not skipped, or a run would silently
+            # lose the coordinators' side of every transaction
+            raise ValueError(
+                f"unreadable __transaction_state record at offset {match['offset']}: "
+                f"{match['payload'][:120]}"
             )
+        yield (
+            replica,
+            {"offset": int(match["offset"]), "create_time": int(match["create_time"]), **state},
+        )
 
 
 def _json_state(key: str, payload: str) -> dict | None:
@@ -87,7 +93,7 @@ def _json_state(key: str, payload: str) -> dict | None:
             "transactional_id": key_data["transactionalId"],
             "producer_id": data["producerId"],
             "producer_epoch": data["producerEpoch"],
-            "state": STATE_NAMES[data["transactionStatus"]],
+            "state": _state_name(data["transactionStatus"]),
             "partitions": [
                 f"{entry['topic']}-{partition}"
                 for entry in data.get("transactionPartitions") or []
@@ -97,6 +103,14 @@ def _json_state(key: str, payload: str) -> dict | None:
         }
     except (ValueError, TypeError, KeyError, IndexError):
         return None
+
+
+def _state_name(status: int | str) -> str:
+    if isinstance(status, str):
+        if status not in STATE_NAMES:
+            raise ValueError(f"unknown transaction state {status!r}")
+        return status
+    return STATE_NAMES[status]
 
 
 def _legacy_state(key: str, payload: str) -> dict | None:

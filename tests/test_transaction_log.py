@@ -8,6 +8,8 @@ import os
 import time
 from pathlib import Path
 
+import pytest
+
 from eoschaos.clusters.kafka_dist import resolve
 from eoschaos.clusters.log_dump import Replica
 from eoschaos.clusters.transaction_log import parse_transaction_log, record_transaction_log
@@ -70,6 +72,18 @@ def test_a_kafka_3_state_is_read_from_its_text_the_same_way():
     states = [state for _, state in parse_transaction_log(DUMP_3X, FILES)]
     assert states[0] == ONGOING
     assert (states[1]["state"], states[1]["partitions"]) == ("CompleteCommit", [])
+
+
+def test_a_kafka_4_4_state_printed_by_name_is_read_the_same_way():
+    dump = DUMP_4X.replace('"transactionStatus":1', '"transactionStatus":"Ongoing"')
+    states = [state for _, state in parse_transaction_log(dump, FILES)]
+    assert states[0] == ONGOING
+
+
+def test_a_record_neither_reader_knows_is_an_error_not_a_silent_skip():
+    dump = DUMP_4X.replace('"transactionStatus":1', '"transactionStatus":"Frozen"')
+    with pytest.raises(ValueError, match="unreadable __transaction_state record at offset 2"):
+        list(parse_transaction_log(dump, FILES))
 
 
 def test_tombstones_and_batch_lines_are_skipped():
