@@ -10,9 +10,11 @@ are resolved from the seed when the schedule is made, so a schedule replays exac
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from eoschaos.clusters.kafka_proxy import API_KEYS, ERROR_CODES
 from eoschaos.contract.errors import EoschaosError
 
 Scope = Literal["broker", "cluster", "instance"]
@@ -28,6 +30,9 @@ class FaultSpec:
     params: dict[str, Any] = field(default_factory=dict)
     needs_lane: bool = False  # works on the instance's own client lane (a proxy per broker)
     needs_packet_drop: bool = False  # drops packets below TCP: iptables and CAP_NET_ADMIN
+    # acts on chosen Kafka requests: the cluster has the protocol proxy on its client links
+    needs_protocol_proxy: bool = False
+    choices: dict[str, tuple[str, ...]] = field(default_factory=dict)  # a string param's values
 
 
 # Broker faults hold 6 s: past the brokers' session timeout and the clients' default request
@@ -137,6 +142,51 @@ CATALOGUE: dict[str, FaultSpec] = {
             needs_lane=True,
             needs_packet_drop=True,
         ),
+        # Through the Kafka protocol proxy on the instance's own lane (no root needed): each
+        # acts on the instance's next requests of one API and holds for long enough to catch
+        # one of its commits (kip447 commits every ~1 s, Streams every 100 ms).
+        FaultSpec(
+            "lose-endtxn-response",
+            "instance",
+            10.0,
+            "lose the answer to an instance's next commit (EndTxn): the commit happened, the "
+            "client does not know it and retries",
+            needs_lane=True,
+            needs_protocol_proxy=True,
+        ),
+        FaultSpec(
+            "coordinator-error",
+            "instance",
+            10.0,
+            "answer an instance's next `limit` requests of `api` with `error`, in place of the "
+            "broker",
+            params={"api": "EndTxn", "error": "NOT_COORDINATOR", "limit": 3},
+            needs_lane=True,
+            needs_protocol_proxy=True,
+            choices={"api": tuple(API_KEYS), "error": tuple(ERROR_CODES)},
+        ),
+        # As stale-endtxn, without root. late_ms: when the stale commit lands after the client
+        # gave the held connection up; below TCP its kernel's next retransmission took 2.5 s
+        # after the client's retry (docs/schedules.md).
+        FaultSpec(
+            "stale-endtxn-proxy",
+            "instance",
+            15.0,
+            "hold an instance's next EndTxn (its commit) in the protocol proxy; once the "
+            "client retried on a new connection and moved on, let the stale commit land",
+            params={"late_ms": 2500},
+            needs_lane=True,
+            needs_protocol_proxy=True,
+        ),
+        FaultSpec(
+            "duplicate-produce",
+            "instance",
+            10.0,
+            "deliver an instance's next `limit` produce requests twice (it sees one answer)",
+            params={"limit": 5},
+            needs_lane=True,
+            needs_protocol_proxy=True,
+        ),
     )
 }
 FAULTS = tuple(CATALOGUE)
@@ -150,6 +200,11 @@ TARGET_HELP = (
     "broker:<id>, broker:random, leader:<topic>/<partition> (topic may be input or output), "
     "coordinator, group-coordinator, controller, instance:<n>, instance:random"
 )
+
+
+def needs_protocol_proxy(faults: Iterable[str]) -> bool:
+    """Whether any of `faults` acts on chosen requests (the cluster needs the protocol proxy)."""
+    return any(CATALOGUE[fault].needs_protocol_proxy for fault in faults)
 
 
 def default_target(fault: str) -> str:

@@ -1,7 +1,8 @@
 """The faults of the catalogue, one unit each: apply it now, return how to heal it.
 
 Grouped as broker faults (the node's process), network faults (Toxiproxy between the node and
-its clients or peers) and instance faults (the workload's processes). The nemesis resolves a
+its clients or peers), instance faults (the workload's processes) and protocol faults (the
+Kafka protocol proxy acting on an instance's chosen requests). The nemesis resolves a
 fault's target and times its start and heal; a unit only does the harm and knows the cure.
 Adding a fault = one catalogue row (chaos/catalogue.py) + one unit registered in UNITS.
 """
@@ -18,6 +19,7 @@ from typing import Any, Protocol
 from eoschaos.clusters import packet_drop
 from eoschaos.clusters.admin import wait_answers_for_itself
 from eoschaos.clusters.base import Cluster
+from eoschaos.clusters.kafka_proxy import ProtocolRule, error_name
 from eoschaos.clusters.packet_drop import StrandedConnection
 from eoschaos.clusters.ports import Link, lane_link
 from eoschaos.contract.history import (
@@ -388,6 +390,152 @@ def stale_endtxn(ctx: FaultContext, params: dict[str, Any]) -> Heal:
     return heal
 
 
+# ----------------------------------------------------------------- Kafka protocol faults
+
+
+def _protocol_fault(
+    ctx: FaultContext,
+    params: dict[str, Any],
+    fault: str,
+    effect: str,
+    **rule: Any,
+) -> Heal:
+    """A rule of the cluster's protocol proxy on the instance's own lane to every broker (its
+    lane carries its requests alone), removed at the heal. What the rule did goes into the
+    params; the fault took effect if it did `effect` (an Effects count) at least once."""
+    lane = _own_lane(ctx, params["instance"])
+    proxy = ctx.cluster.kafka_proxy
+    rule_id = f"{fault}-{params['instance']}-{time.monotonic_ns()}"
+    lanes = [ctx.cluster.proxy_name(node_id, lane) for node_id in ctx.cluster.spec.node_ids]
+    proxy.add_rule(ProtocolRule(rule_id, lanes=lanes, **rule))
+
+    def heal() -> None:
+        effects = proxy.rule(rule_id)["effects"]
+        proxy.remove_rule(rule_id, release=True)
+        params["effects"] = {name: count for name, count in effects.items() if count}
+        if not effects[effect]:
+            params[FAULT_TOOK_EFFECT] = False
+
+    return heal
+
+
+def lose_endtxn_response(ctx: FaultContext, params: dict[str, Any]) -> Heal:
+    """The instance's next commit (EndTxn) reaches its coordinator, which decides it, but the
+    answer never reaches the instance: the connection's return path breaks from that answer on,
+    the request times out and the client retries the commit on a new connection, for a
+    transaction already decided. A correct client and coordinator agree that it committed;
+    a client that takes the timeout for a failure and aborts or replays, or a coordinator that
+    counts the retry as a new transaction, leaves a trace in the history."""
+    return _protocol_fault(
+        ctx,
+        params,
+        "lose-endtxn-response",
+        "dropped_responses",
+        api="EndTxn",
+        action="drop-response",
+        limit=1,
+    )
+
+
+def coordinator_error(ctx: FaultContext, params: dict[str, Any]) -> Heal:
+    """The instance's next `limit` requests of `api` are answered with `error` by the proxy;
+    the broker never sees them. Retriable errors (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,
+    CONCURRENT_TRANSACTIONS) must cost a correct client a retry and nothing else; a fatal one
+    (INVALID_TXN_STATE, PRODUCER_FENCED) must end its transaction without a trace in the
+    output."""
+    return _protocol_fault(
+        ctx,
+        params,
+        "coordinator-error",
+        "answered",
+        api=params["api"],
+        action="answer",
+        error=params["error"],
+        limit=params["limit"],
+    )
+
+
+def duplicate_produce(ctx: FaultContext, params: dict[str, Any]) -> Heal:
+    """The instance's next `limit` produce requests reach their leaders twice; the instance
+    sees the first answer. An idempotent producer's copy is refused by its sequence number;
+    any other producer's is written twice."""
+    return _protocol_fault(
+        ctx,
+        params,
+        "duplicate-produce",
+        "duplicated",
+        api="Produce",
+        action="duplicate",
+        limit=params["limit"],
+    )
+
+
+def stale_endtxn_proxy(ctx: FaultContext, params: dict[str, Any]) -> Heal:
+    """KAFKA-17754's reordering, as `stale-endtxn` makes it, without root: the protocol proxy
+    holds the instance's next EndTxn (its commit), and the connection behind it, as a stalled
+    TCP stream would. When the client's request times out it closes the connection and
+    retries the commit on a new one, which passes; `late_ms` after that close the proxy
+    delivers the held EndTxn alone, on a connection of its own, into whatever transaction the
+    client has open by then, and notes the coordinator's answer. The heal waits until the
+    stale request has landed (at most STALE_LANDING_WAIT_S), so that no next fault blurs which
+    transaction it hit; a client that never gave the connection up before the heal only saw a
+    delay, and the fault took no effect."""
+    lane = _own_lane(ctx, params["instance"])
+    proxy = ctx.cluster.kafka_proxy
+    rule_id = f"stale-endtxn-proxy-{params['instance']}-{time.monotonic_ns()}"
+    lanes = [ctx.cluster.proxy_name(node_id, lane) for node_id in ctx.cluster.spec.node_ids]
+    rule = ProtocolRule(
+        rule_id,
+        api="EndTxn",
+        action="hold",
+        lanes=lanes,
+        release_after_close_ms=params["late_ms"],
+        limit=1,
+    )
+    proxy.add_rule(rule)
+
+    def heal() -> None:
+        deadline = time.monotonic() + STALE_LANDING_WAIT_S
+        view = proxy.rule(rule_id)
+        while (
+            view["holding"]
+            and _moments(view).get("client-closed")
+            and (time.monotonic() < deadline)
+        ):
+            time.sleep(0.05)
+            view = proxy.rule(rule_id)
+        while (
+            "delivered-alone" in _moments(view)
+            and "answer" not in _moments(view)
+            and (time.monotonic() < deadline)
+        ):  # the coordinator's answer to the stale request says what it made of it
+            time.sleep(0.05)
+            view = proxy.rule(rule_id)
+        proxy.remove_rule(rule_id, release=True)  # a client still waiting sees a delay end
+        moments = _moments(view)
+        params["effects"] = {name: count for name, count in view["effects"].items() if count}
+        if "held" in moments and "client-closed" in moments:
+            params["held_s"] = round((moments["client-closed"] - moments["held"]) / 1000, 3)
+        if "delivered-alone" in moments:
+            landed = moments["delivered-alone"] - moments["client-closed"]
+            params["landed_after_close_s"] = round(landed / 1000, 3)
+            answer = next((e for e in view["events"] if e["kind"] == "answer"), None)
+            if answer is not None and answer.get("error_code") is not None:
+                params["late_answer"] = error_name(answer["error_code"])
+        else:
+            params[FAULT_TOOK_EFFECT] = False  # no commit was held until its client gave up
+
+    return heal
+
+
+def _moments(view: dict[str, Any]) -> dict[str, int]:
+    """When each kind of a rule's events first happened (ms since the epoch)."""
+    moments: dict[str, int] = {}
+    for event in view["events"]:
+        moments.setdefault(event["kind"], event["at_ms"])
+    return moments
+
+
 def _freeze_mid_transaction(ctx: FaultContext, instance: int, params: dict[str, Any]) -> None:
     """SIGSTOP the instance right after it produced a batch (or after the wait runs out);
     whether it was caught mid-transaction goes into the fault's params, the recorded
@@ -429,4 +577,8 @@ UNITS: dict[str, Callable[[FaultContext, dict[str, Any]], Heal]] = {
     "isolate-instance": isolate_instance,
     "delay-endtxn": delay_endtxn,
     "stale-endtxn": stale_endtxn,
+    "lose-endtxn-response": lose_endtxn_response,
+    "coordinator-error": coordinator_error,
+    "duplicate-produce": duplicate_produce,
+    "stale-endtxn-proxy": stale_endtxn_proxy,
 }

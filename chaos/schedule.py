@@ -54,7 +54,7 @@ ENTRY_KEYS = ("at", "fault", "target", "duration", "params")
 ENTRY_EXAMPLE = '{"at": 5, "fault": "kill", "target": "broker:2", "duration": 6}'
 # Zero means something for these (no jitter, reset at once, even slices, no delay); a zero
 # latency, rate or slice size would be no fault at all or a stall.
-PARAMS_MAY_BE_ZERO = frozenset({"jitter_ms", "timeout_ms", "size_variation", "delay_us"})
+PARAMS_MAY_BE_ZERO = frozenset({"jitter_ms", "timeout_ms", "size_variation", "delay_us", "late_ms"})
 
 
 @dataclass(frozen=True)
@@ -315,6 +315,13 @@ def _check_param(fault: str, name: str, value: Any) -> None:
         if value not in PARTITION_MODES:
             modes = " or ".join(PARTITION_MODES)
             raise EoschaosError(f"param 'mode' must be {modes}, got {json.dumps(value)}")
+        return
+    choices = CATALOGUE[fault].choices.get(name)
+    if choices is not None:
+        if value not in choices:
+            raise EoschaosError(
+                f"param {name!r} must be one of {', '.join(choices)}, got {json.dumps(value)}"
+            )
         return
     least = 0 if name in PARAMS_MAY_BE_ZERO else 1
     if isinstance(value, bool) or not isinstance(value, int) or value < least:

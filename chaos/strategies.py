@@ -50,6 +50,9 @@ def _varied_params(draw: st.DrawFn, fault: str) -> dict[str, Any]:
         if name == "mode":
             params[name] = draw(st.sampled_from(PARTITION_MODES))
             continue
+        if name in CATALOGUE[fault].choices:
+            params[name] = draw(st.sampled_from(CATALOGUE[fault].choices[name]))
+            continue
         least = 0 if name in PARAMS_MAY_BE_ZERO else 1
         most = default * PARAM_SPREAD
         if name == "size_variation":  # Toxiproxy's slicer needs it below the average size

@@ -29,6 +29,7 @@ from confluent_kafka import KafkaError, KafkaException
 from eoschaos.clusters import admin, packet_drop, processes
 from eoschaos.clusters.broker_config import ClusterSpec
 from eoschaos.clusters.kafka_dist import KafkaDistribution, java_major_version
+from eoschaos.clusters.kafka_proxy import KafkaProxyAPI, proxy_binary
 from eoschaos.clusters.packet_drop import StrandedConnection
 from eoschaos.clusters.ports import (
     Link,
@@ -72,6 +73,7 @@ class ClusterInfo:
     ready_seconds: float
     features: dict[str, str] = field(default_factory=dict)
     instance_lanes: int = 0  # absent from a cluster.json written before lanes existed
+    kafka_proxy_api: str = ""  # the protocol proxy's, if the cluster has one
 
 
 def new_cluster_id() -> str:
@@ -125,6 +127,8 @@ class Cluster(Protocol):
     ) -> list[StrandedConnection]: ...
     def release_stranded(self, connections: list[StrandedConnection]) -> None: ...
     def heal_network(self) -> None: ...
+    @property
+    def kafka_proxy(self) -> KafkaProxyAPI: ...
     def partition_leader(self, topic: str, partition: int) -> int: ...
     def transaction_coordinator(self, transactional_id: str) -> int: ...
     def group_coordinator(self, group_id: str) -> int: ...
@@ -183,7 +187,12 @@ class ClusterBase(ABC):
         self._t0 = time.monotonic()
         if self.dist.major >= 4 and java_major_version(java_binary()) < 17:
             raise EoschaosError(f"Kafka {self.dist.version} needs Java 17+; set JAVA_HOME to one")
-        self.plan = plan_ports(self.spec.node_ids, self.spec.base_port, self.spec.instance_lanes)
+        self.plan = plan_ports(
+            self.spec.node_ids,
+            self.spec.base_port,
+            self.spec.instance_lanes,
+            self.spec.protocol_proxy,
+        )
         self.run_dir.mkdir(parents=True, exist_ok=True)
         try:
             self._start()
@@ -237,6 +246,7 @@ class ClusterBase(ABC):
             ready_seconds=round(time.monotonic() - self._t0, 2),
             features=features,
             instance_lanes=self.spec.instance_lanes,
+            kafka_proxy_api=self.kafka_proxy.url if self.spec.protocol_proxy else "",
         )
         (self.run_dir / CLUSTER_FILE).write_text(json.dumps(asdict(self.info), indent=2) + "\n")
         self._say(
@@ -275,6 +285,26 @@ class ClusterBase(ABC):
         self._popens["toxiproxy"] = popen
         self.toxiproxy.wait_ready(timeout=15)
 
+    def _start_kafka_proxy(self) -> None:
+        """The protocol proxy, if the spec asks for it, with a lane per node and client link
+        (named as the link's Toxiproxy proxy) in front of the node's real listener."""
+        assert self.plan is not None
+        if self.plan.kafka_proxy_api is None:
+            return
+        cmd = [str(proxy_binary()), "-api", f"127.0.0.1:{self.plan.kafka_proxy_api}"]
+        popen, _ = processes.spawn(
+            "kafka-proxy", cmd, self.run_dir / "kafka-proxy.log", self.pid_dir
+        )
+        self._popens["kafka-proxy"] = popen
+        self.kafka_proxy.wait_ready(timeout=15)
+        for node_id, ports in self.plan.nodes.items():
+            for link, port in ports.protocol.items():
+                self.kafka_proxy.add_lane(
+                    self.proxy_name(node_id, link),
+                    listen=f"127.0.0.1:{port}",
+                    upstream=f"127.0.0.1:{ports.real[link]}",
+                )
+
     def _format_log_dirs(self, cluster_id: str) -> None:
         """Format every node's KRaft log dir on the host (the same dirs every backend uses)."""
         for node_id in self.spec.node_ids:
@@ -294,16 +324,18 @@ class ClusterBase(ABC):
 
     def _create_proxies(self) -> None:
         """A proxy per node and link: client links on loopback, peer links where the nodes
-        reach them; every upstream is the node's real listener port on loopback."""
+        reach them; every upstream is the node's real listener port on loopback, or the
+        protocol proxy's lane in front of it."""
         assert self.plan is not None
         client_links = self.client_links()
         for node_id, ports in self.plan.nodes.items():
             for link in self.proxied_links(node_id):
                 host = "127.0.0.1" if link in client_links else self._peer_proxy_host()
+                upstream = ports.protocol.get(link, ports.real[link])
                 self.toxiproxy.create_proxy(
                     self.proxy_name(node_id, link),
                     listen=f"{host}:{ports.proxy[link]}",
-                    upstream=f"127.0.0.1:{ports.real[link]}",
+                    upstream=f"127.0.0.1:{upstream}",
                 )
 
     def _format(self, node_id: int, cluster_id: str) -> None:
@@ -376,6 +408,17 @@ class ClusterBase(ABC):
     def toxiproxy(self) -> ToxiproxyAPI:
         assert self.plan is not None
         return ToxiproxyAPI("127.0.0.1", self.plan.toxiproxy_api)
+
+    @property
+    def kafka_proxy(self) -> KafkaProxyAPI:
+        """The protocol proxy's API; a cluster started without it has none."""
+        assert self.plan is not None
+        if self.plan.kafka_proxy_api is None:
+            raise EoschaosError(
+                "this cluster has no Kafka protocol proxy; start it with "
+                "ClusterSpec(protocol_proxy=True) for faults that act on chosen requests"
+            )
+        return KafkaProxyAPI("127.0.0.1", self.plan.kafka_proxy_api)
 
     # ----------------------------------------------------------------- node operations
 
@@ -471,8 +514,11 @@ class ClusterBase(ABC):
         self._stranded = [c for c in self._stranded if c not in connections]
 
     def heal_network(self) -> None:
-        """Re-enable every proxy, remove every toxic, release every stranded connection."""
+        """Re-enable every proxy, remove every toxic and protocol rule, release every
+        stranded connection."""
         self.toxiproxy.reset()
+        if self.spec.protocol_proxy:
+            self.kafka_proxy.reset()
         if self._stranded:
             self.release_stranded(list(self._stranded))
 

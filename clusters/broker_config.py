@@ -29,6 +29,9 @@ class ClusterSpec:
     # a client listener of its own per workload instance (eoschaos.clusters.ports), so the nemesis
     # can cut one instance off from the cluster (fault isolate-instance)
     instance_lanes: int = 0
+    # eoschaos' Kafka protocol proxy on every client link (eoschaos.clusters.kafka_proxy), for
+    # the faults that act on chosen requests
+    protocol_proxy: bool = False
 
     @property
     def node_ids(self) -> list[int]:

@@ -143,6 +143,7 @@ class ContainerCluster(ClusterBase):
         self._require_image()
         self._create_network()
         self._start_toxiproxy()
+        self._start_kafka_proxy()
         self._format_log_dirs(new_cluster_id())
         # Creating a container takes podman seconds on a busy machine; do them at once.
         with ThreadPoolExecutor(max_workers=len(self.spec.node_ids)) as pool:

@@ -14,6 +14,10 @@ real ports that nobody is told; everyone is told proxy addresses:
   controller listener name (KIP-853): with a listener per pair, each advertised at that pair's
   proxy (eoschaos.clusters.broker_config), the follower is sent back through its own proxy.
 
+A cluster may also put eoschaos' Kafka protocol proxy (eoschaos.clusters.kafka_proxy) on every
+client link, between the link's Toxiproxy proxy and the real listener: one more port per client
+link, and its API just after Toxiproxy's.
+
 A cluster may also have *instance lanes*: one more client listener (and proxy) per workload
 instance on every node, so the nemesis can cut one instance off from every broker while the
 other clients — the other instances, the seeder, the observer — still reach them all.
@@ -24,7 +28,7 @@ Ports come from one contiguous block so a user can reserve it with --base-port.
 from __future__ import annotations
 
 import socket
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from eoschaos.contract.errors import EoschaosError
 
@@ -44,6 +48,9 @@ class NodePorts:
 
     real: dict[str, int]
     proxy: dict[Link, int]
+    # the protocol proxy's listener per client link, upstream of its Toxiproxy proxy (only in a
+    # cluster that has the protocol proxy)
+    protocol: dict[Link, int] = field(default_factory=dict)
 
 
 def lane_link(instance: int) -> Link:
@@ -65,19 +72,27 @@ def is_controller_link(link: Link) -> bool:
 class PortPlan:
     toxiproxy_api: int
     nodes: dict[int, NodePorts]
+    kafka_proxy_api: int | None = None  # the protocol proxy's API, if the cluster has one
 
     def all_ports(self) -> list[int]:
         ports = [self.toxiproxy_api]
+        if self.kafka_proxy_api is not None:
+            ports.append(self.kafka_proxy_api)
         for node in self.nodes.values():
-            ports += list(node.real.values()) + list(node.proxy.values())
+            ports += [*node.real.values(), *node.proxy.values(), *node.protocol.values()]
         return ports
 
 
-def layout(base: int, node_ids: list[int], lanes: int = 0) -> PortPlan:
-    """Deterministic layout: API at `base`; node i at base + stride*i: its client and internal
-    proxies and real ports, a controller proxy and real port per node, then a proxy and a real
-    port per lane. The stride is the ports per node rounded up to a multiple of 10."""
-    ports_per_node = 4 + 2 * len(node_ids) + 2 * lanes
+def layout(
+    base: int, node_ids: list[int], lanes: int = 0, protocol_proxy: bool = False
+) -> PortPlan:
+    """Deterministic layout: Toxiproxy's API at `base`, the protocol proxy's at base + 1; node i
+    at base + stride*i: its client and internal proxies and real ports, a controller proxy and
+    real port per node, a proxy and a real port per lane, then the protocol proxy's port per
+    client link. The stride is the ports per node rounded up to a multiple of 10."""
+    client_links = ["client", *(lane_link(lane) for lane in range(lanes))]
+    protocol_ports = len(client_links) if protocol_proxy else 0
+    ports_per_node = 4 + 2 * len(node_ids) + 2 * lanes + protocol_ports
     stride = -(-ports_per_node // _BLOCK) * _BLOCK
     nodes = {}
     for node_id in node_ids:
@@ -90,8 +105,10 @@ def layout(base: int, node_ids: list[int], lanes: int = 0) -> PortPlan:
         for lane in range(lanes):
             proxy[lane_link(lane)] = next(numbers)
             real[lane_link(lane)] = next(numbers)
-        nodes[node_id] = NodePorts(proxy=proxy, real=real)
-    return PortPlan(toxiproxy_api=base, nodes=nodes)
+        protocol = {link: next(numbers) for link in client_links[:protocol_ports]}
+        nodes[node_id] = NodePorts(proxy=proxy, real=real, protocol=protocol)
+    api = base + 1 if protocol_proxy else None
+    return PortPlan(toxiproxy_api=base, nodes=nodes, kafka_proxy_api=api)
 
 
 def port_in_use(port: int) -> bool:
@@ -104,14 +121,16 @@ def port_in_use(port: int) -> bool:
     return False
 
 
-def plan_ports(node_ids: list[int], base: int | None, lanes: int = 0) -> PortPlan:
+def plan_ports(
+    node_ids: list[int], base: int | None, lanes: int = 0, protocol_proxy: bool = False
+) -> PortPlan:
     """A plan whose every port is free on 127.0.0.1.
 
     With an explicit `base`, a busy port is the user's to resolve; without one, the first free
     block from 20000 up is taken.
     """
     if base is not None:
-        plan = layout(base, node_ids, lanes)
+        plan = layout(base, node_ids, lanes, protocol_proxy)
         if min(plan.all_ports()) < 1024 or max(plan.all_ports()) > 65535:
             raise EoschaosError(
                 f"--base-port {base} puts ports outside 1024-65535; choose e.g. --base-port 20000"
@@ -124,7 +143,7 @@ def plan_ports(node_ids: list[int], base: int | None, lanes: int = 0) -> PortPla
             )
         return plan
     for candidate in _AUTO_BASE_RANGE:
-        plan = layout(candidate, node_ids, lanes)
+        plan = layout(candidate, node_ids, lanes, protocol_proxy)
         if not any(port_in_use(p) for p in plan.all_ports()):
             return plan
     raise EoschaosError("no free block of ports on 127.0.0.1 in 20000-32000; pass --base-port")

@@ -104,6 +104,7 @@ class ProcessCluster(ClusterBase):
     def _start(self) -> None:
         register_run_dir(self.run_dir)  # `eoschaos cleanup` finds it if this process dies
         self._start_toxiproxy()
+        self._start_kafka_proxy()
         self._create_proxies()
         self._format_log_dirs(new_cluster_id())
         for node_id in self.spec.node_ids:
@@ -154,10 +155,13 @@ class ProcessCluster(ClusterBase):
             kafka_version=info.kafka_version,
             base_port=info.base_port,
             instance_lanes=info.instance_lanes,
+            protocol_proxy=bool(info.kafka_proxy_api),
         )
         dist = KafkaDistribution(version=info.kafka_version, libs=Path(info.kafka_libs))
         cluster = cls(run_dir, spec, dist, Path(), progress)
-        cluster.plan = layout(info.base_port, info.broker_ids, info.instance_lanes)
+        cluster.plan = layout(
+            info.base_port, info.broker_ids, info.instance_lanes, spec.protocol_proxy
+        )
         cluster.info = info
         return cluster
 

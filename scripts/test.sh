@@ -15,6 +15,13 @@ trap 'rm -rf "$layers"' EXIT
 .venv/bin/pip install --quiet --disable-pip-version-check --no-deps --target "$layers" . \
   2> >(grep -v -i beta >&2)
 PYTHONPATH="$layers" .venv/bin/lint-imports
+# The Kafka protocol proxy's own tests (Go): its framing, holds, answers, against a stand-in.
+(
+  cd clusters/kafka_proxy
+  unformatted=$(gofmt -l .)
+  [ -z "$unformatted" ] || { echo "test: error: gofmt would change $unformatted" >&2; exit 1; }
+  go vet ./... && go test ./...
+)
 status=0
 # A failed real-cluster test runs once more, and every rerun is listed at the end (conftest.py).
 EOSCHAOS_CLUSTER_RERUNS=1 .venv/bin/pytest -m "not chaos" --durations=15 "$@" || status=$?

@@ -15,11 +15,13 @@ import signal
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cluster_versions import KAFKA_VERSIONS
 from commandline import run_eoschaos
 
+from eoschaos.chaos.nemesis import Nemesis
 from eoschaos.clusters import kafka_dist, processes, toxiproxy
 from eoschaos.clusters.broker_config import ClusterSpec
 from eoschaos.clusters.process_backend import ProcessCluster
@@ -40,6 +42,17 @@ def session_cluster(request, tmp_path_factory) -> Iterator[ProcessCluster]:
         yield cluster
 
 
+@pytest.fixture(scope="module")
+def proxied_cluster(tmp_path_factory) -> Iterator[ProcessCluster]:
+    """A cluster with the Kafka protocol proxy on every client link, on the first version."""
+    run_dir = tmp_path_factory.mktemp("proxied-cluster")
+    RUN_DIRS.append(run_dir)
+    spec = ClusterSpec(brokers=3, instance_lanes=1, protocol_proxy=True)
+    dist = kafka_dist.resolve(KAFKA_VERSIONS[0])
+    with ProcessCluster(run_dir, spec, dist, toxiproxy.server_binary()) as cluster:
+        yield cluster
+
+
 @pytest.fixture
 def cluster(session_cluster: ProcessCluster) -> Iterator[ProcessCluster]:
     """The session's cluster, put back to full health after the test whatever it broke."""
@@ -51,6 +64,21 @@ def cluster(session_cluster: ProcessCluster) -> Iterator[ProcessCluster]:
         else:
             session_cluster.start_node(node_id)
     session_cluster.wait_healthy(timeout=120)
+
+
+@pytest.fixture
+def nemesis(cluster: ProcessCluster, tmp_path: Path):
+    """Make a Nemesis on the test's cluster, aimed at what the test names; closed after."""
+
+    def make(aim: Any) -> Nemesis:
+        made = Nemesis(cluster, aim, tmp_path, progress=print)
+        created.append(made)
+        return made
+
+    created: list[Nemesis] = []
+    yield make
+    for made in created:
+        made.close()
 
 
 @pytest.fixture

@@ -64,7 +64,7 @@ def test_unreachable_maven_registry_is_named(tmp_path, eoschaos, private_cache):
 
 
 def test_missing_maven_is_named_with_the_fix(eoschaos, private_cache):
-    env = without_tools(private_cache("toxiproxy"))
+    env = without_tools(private_cache("toxiproxy", "kafka-proxy"))
     assert_clear_error(eoschaos("install", env=env), "'mvn' was not found", "apt-get install")
 
 

@@ -15,6 +15,7 @@ from eoschaos.clusters import kafka_dist, processes
 from eoschaos.clusters.admin import coordinator_partition, java_string_hash
 from eoschaos.clusters.base import new_cluster_id
 from eoschaos.clusters.broker_config import ClusterSpec, broker_properties
+from eoschaos.clusters.kafka_proxy import ProtocolRule
 from eoschaos.clusters.ports import layout, plan_ports
 from eoschaos.contract.errors import EoschaosError
 
@@ -23,6 +24,31 @@ def test_port_layout_gives_every_listener_and_proxy_its_own_port():
     plan = layout(30000, [1, 2, 3])
     assert len(set(plan.all_ports())) == len(plan.all_ports()) == 1 + 3 * (4 + 2 * 3)
     assert plan.toxiproxy_api == 30000
+
+
+def test_port_layout_with_the_protocol_proxy_gives_each_client_link_a_port_between():
+    plan = layout(30000, [1, 2, 3], lanes=2, protocol_proxy=True)
+    ports = plan.all_ports()
+    assert len(set(ports)) == len(ports) == 2 + 3 * (4 + 2 * 3 + 2 * 2 + 3)
+    assert plan.kafka_proxy_api == 30001
+    assert set(plan.nodes[2].protocol) == {"client", "lane0", "lane1"}
+    assert layout(30000, [1, 2, 3]).kafka_proxy_api is None
+
+
+def test_a_protocol_rule_names_its_api_and_error_by_number():
+    rule = ProtocolRule("r", api="EndTxn", action="answer", error="CONCURRENT_TRANSACTIONS")
+    body = rule.to_json()
+    assert (body["api_key"], body["error_code"], "release_after_close_ms" in body) == (
+        26,
+        51,
+        False,
+    )
+    assert (
+        ProtocolRule("h", "EndTxn", "hold", release_after_close_ms=0).to_json()[
+            "release_after_close_ms"
+        ]
+        == 0
+    )
 
 
 def test_explicit_base_port_with_a_busy_port_names_that_port():

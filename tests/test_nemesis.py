@@ -29,7 +29,6 @@ from quorum import new_leader_of, until
 from test_cluster import _produce_acks_all, _topic_led_by
 
 from eoschaos.chaos.catalogue import CATALOGUE
-from eoschaos.chaos.nemesis import Nemesis
 from eoschaos.chaos.schedule import FaultEvent
 from eoschaos.checkers.spark import QUICK_JIT, spark_session
 from eoschaos.checkers.verdict import check_run
@@ -62,19 +61,6 @@ class Aim:
 
     def resume_instance(self, _instance: int) -> None:
         pass
-
-
-@pytest.fixture
-def nemesis(cluster: ProcessCluster, tmp_path: Path):
-    def make(aim: Aim) -> Nemesis:
-        made = Nemesis(cluster, aim, tmp_path, progress=print)  # type: ignore[arg-type]
-        created.append(made)
-        return made
-
-    created: list[Nemesis] = []
-    yield make
-    for made in created:
-        made.close()
 
 
 def _event(fault: str, target: str, **params) -> FaultEvent:

@@ -13,7 +13,7 @@ MANIFEST_KEYS_SCHEMA_1 = {
     "workload", "mode", "faults", "schedule_events", "intensity", "recovery_wait",
     "non_idempotent_seeder", "duration", "seed", "records", "instances", "partitions",
     "brokers", "kafka_version", "backend", "image", "input_topic", "output_topic", "group",
-    "command", "id_from", "expect", "start_timeout", "max_lag",
+    "command", "id_from", "expect", "start_timeout", "max_lag", "protocol_proxy",
 }  # fmt: skip
 
 

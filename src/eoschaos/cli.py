@@ -154,6 +154,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="start the next broker fault without waiting for under-replication to clear",
     )
     run.add_argument(
+        "--protocol-proxy",
+        action="store_true",
+        help="put the Kafka protocol proxy on the cluster's client links even when no fault "
+        "needs it (faults on chosen requests bring it anyway)",
+    )
+    run.add_argument(
         "--non-idempotent-seeder",
         action="store_true",
         help="seed the input with a non-idempotent, retrying producer (known-bad input)",
@@ -275,13 +281,14 @@ def _start_cluster(args: argparse.Namespace, prefix: str):
 def cmd_install(args: argparse.Namespace) -> int:
     import tempfile
 
-    from eoschaos.clusters import kafka_dist, toxiproxy
+    from eoschaos.clusters import kafka_dist, kafka_proxy, toxiproxy
     from eoschaos.clusters.process_backend import build_class_archive
     from eoschaos.workloads.spark.connector import connector_jars
     from eoschaos.workloads.streams.build import build_streams_app
 
     binary = toxiproxy.server_binary()
     print(f"Toxiproxy {toxiproxy.TOXIPROXY_VERSION}: {binary}", flush=True)
+    print(f"Kafka protocol proxy: {kafka_proxy.proxy_binary()}", flush=True)
     for version in args.kafka_versions or [None]:
         dist = kafka_dist.resolve(version)
         print(f"Kafka {dist.version}: {dist.libs}", flush=True)

@@ -75,6 +75,7 @@ RUN_OPTIONS = (
     "backend",
     "image",
     "max_lag",
+    "protocol_proxy",
 )
 OPTIONS = PIPELINE_OPTIONS + RUN_OPTIONS
 
@@ -112,6 +113,8 @@ class RunConfig:
     image: str | None = None
     # seconds a committed record may take to reach the downstream reader (None: not judged)
     max_lag: float | None = None
+    # the Kafka protocol proxy on the cluster's client links even when no fault needs it
+    protocol_proxy: bool = False
 
     @classmethod
     def from_options(cls, **options: Any) -> RunConfig:
@@ -334,6 +337,8 @@ class RunConfig:
             line += ["--backend", self.backend] + (["--image", self.image] if self.image else [])
         if self.max_lag is not None:
             line += ["--max-lag", f"{self.max_lag:g}"]
+        if self.protocol_proxy:
+            line += ["--protocol-proxy"]
         return line
 
     def schedule(self) -> list[FaultEvent]:

@@ -40,6 +40,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         f"fault isolate-instance needs (default {DEFAULT_INSTANCE_LANES})",
     )
     group.addoption(
+        "--eoschaos-protocol-proxy",
+        action="store_true",
+        help="put the Kafka protocol proxy on the session cluster's client links, which the "
+        "faults on chosen requests need (lose-endtxn-response, coordinator-error, ...)",
+    )
+    group.addoption(
         "--eoschaos-runs",
         default=None,
         help="keep chaos run directories here instead of pytest's temporary directory",
@@ -62,7 +68,8 @@ def eoschaos_cluster(pytestconfig: pytest.Config, tmp_path_factory) -> Iterator[
     dist = kafka_dist.resolve(pytestconfig.getoption("eoschaos_kafka_version"))
     run_dir = tmp_path_factory.mktemp(f"eoschaos-cluster-{dist.version}")
     lanes = pytestconfig.getoption("eoschaos_instance_lanes")
-    spec = ClusterSpec(brokers=3, instance_lanes=lanes)
+    protocol_proxy = pytestconfig.getoption("eoschaos_protocol_proxy")
+    spec = ClusterSpec(brokers=3, instance_lanes=lanes, protocol_proxy=protocol_proxy)
     cluster = ProcessCluster(run_dir, spec, dist, toxiproxy.server_binary())
     with cluster:
         yield cluster

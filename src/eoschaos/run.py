@@ -19,7 +19,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from eoschaos.chaos.catalogue import CATALOGUE, fixed_number
+from eoschaos.chaos.catalogue import CATALOGUE, fixed_number, needs_protocol_proxy
 from eoschaos.chaos.nemesis import Nemesis
 from eoschaos.chaos.schedule import (
     FaultEvent,
@@ -133,6 +133,8 @@ def _record(
             brokers=config.brokers,
             kafka_version=dist.version,
             instance_lanes=config.pipeline.instances,
+            protocol_proxy=config.protocol_proxy
+            or needs_protocol_proxy(event.fault for event in schedule),
         )
         if config.backend == "containers":
             from eoschaos.clusters.containers_backend import ContainerCluster
@@ -173,6 +175,7 @@ def _drive(
     started: float,
 ) -> None:
     check_lanes(schedule, cluster)
+    check_protocol_proxy(schedule, cluster)
     workload = registry.build_workload(
         config.pipeline,
         cluster.bootstrap,
@@ -292,6 +295,17 @@ def check_lanes(schedule: list[FaultEvent], cluster: Cluster) -> None:
                 f"fault {event.fault} on {event.target} needs a client lane for that "
                 f"instance, and this cluster has {lanes}; start the pytest session with "
                 f"--eoschaos-instance-lanes {instance + 1}"
+            )
+
+
+def check_protocol_proxy(schedule: list[FaultEvent], cluster: Cluster) -> None:
+    """Faults on chosen requests need the protocol proxy, which a shared cluster may lack."""
+    for event in schedule:
+        if CATALOGUE[event.fault].needs_protocol_proxy and not cluster.spec.protocol_proxy:
+            raise EoschaosError(
+                f"fault {event.fault} acts on chosen Kafka requests, and this cluster has no "
+                "protocol proxy; start the pytest session with --eoschaos-protocol-proxy, or "
+                f"leave {event.fault} out of --faults"
             )
 
 

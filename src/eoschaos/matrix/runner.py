@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from eoschaos.chaos.catalogue import needs_protocol_proxy
 from eoschaos.clusters import admin, kafka_dist, toxiproxy
 from eoschaos.clusters.broker_config import ClusterSpec
 from eoschaos.clusters.process_backend import ProcessCluster
@@ -201,6 +202,10 @@ class _SharedCluster:
         self._dist = kafka_dist.resolve(version)
         # isolate-instance cuts an instance's own lane: as many lanes as the widest cell
         self._lanes = max(run.config("lanes").pipeline.instances for run in runs)
+        self._protocol_proxy = any(
+            needs_protocol_proxy(event.fault for event in run.config("faults").schedule())
+            for run in runs
+        )
         self._cluster: ProcessCluster | None = None
         self._starts = 0
         self._start_seconds = 0.0
@@ -229,7 +234,10 @@ class _SharedCluster:
         with _infrastructure(f"Kafka {self._dist.version} cluster"):
             self._starts += 1
             spec = ClusterSpec(
-                brokers=3, kafka_version=self._dist.version, instance_lanes=self._lanes
+                brokers=3,
+                kafka_version=self._dist.version,
+                instance_lanes=self._lanes,
+                protocol_proxy=self._protocol_proxy,
             )
             cluster_dir = self._out / CLUSTERS_DIR / f"{self._dist.version}-{self._starts}"
             while cluster_dir.exists():  # an earlier, interrupted invocation's: kept as it is

@@ -1,0 +1,222 @@
+"""The Kafka protocol proxy on a real cluster: idle it changes nothing a client sees; a rule acts
+on exactly the requests it names, and says what it did.
+
+One cluster with the proxy on every client link (conftest's proxied_cluster), on the first Kafka
+version only: the proxy acts on requests, which kmsg frames alike for every version; the Go
+tests in clusters/kafka_proxy test the framing itself.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from confluent_kafka import Consumer, Producer
+from test_cluster import _topic_led_by
+from test_nemesis import Aim, _event, _fault_history, _in_a_transaction
+
+from eoschaos.clusters.kafka_proxy import ProtocolRule
+from eoschaos.clusters.process_backend import ProcessCluster
+from eoschaos.workloads.smoke import create_topic
+
+pytestmark = pytest.mark.cluster
+
+
+@pytest.fixture
+def cluster(proxied_cluster: ProcessCluster) -> Iterator[ProcessCluster]:
+    """The module's cluster with every rule gone after each test."""
+    yield proxied_cluster
+    proxied_cluster.heal_network()
+
+
+def _topic(cluster: ProcessCluster, partitions: int = 1) -> str:
+    name = f"proxied-{uuid.uuid4().hex[:8]}"
+    create_topic(cluster.bootstrap, name, partitions, cluster.spec.replication_factor)
+    return name
+
+
+def _producer(cluster: ProcessCluster, **config) -> Producer:
+    return Producer({"bootstrap.servers": cluster.bootstrap, "log_level": 3, **config})
+
+
+def _committed(cluster: ProcessCluster, topic: str, expected: int) -> list[bytes]:
+    """The topic's committed records, read_committed, once `expected` came or 20 s passed."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": cluster.bootstrap,
+            "group.id": f"reader-{uuid.uuid4().hex[:8]}",
+            "auto.offset.reset": "earliest",
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+            "log_level": 3,
+        }
+    )
+    consumer.subscribe([topic])
+    values: list[bytes] = []
+    try:
+        for _ in range(40):
+            values += [m.value() for m in consumer.consume(500, timeout=0.5) if not m.error()]
+            if len(values) >= expected:
+                break
+    finally:
+        consumer.close()
+    return values
+
+
+def _transaction(cluster: ProcessCluster, topic: str, txn_id: str, count: int, **config) -> None:
+    producer = _producer(cluster, **{"transactional.id": txn_id, **config})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    for i in range(count):
+        producer.produce(topic, value=f"{txn_id}-{i}".encode())
+    producer.commit_transaction(60)
+
+
+def test_every_client_link_of_every_node_has_a_lane_named_as_its_toxiproxy_proxy(cluster):
+    names = {lane["name"] for lane in cluster.kafka_proxy.lanes()}
+    links = cluster.client_links()
+    assert names == {cluster.proxy_name(n, link) for n in cluster.spec.node_ids for link in links}
+
+
+def test_a_transaction_through_the_idle_proxy_is_committed_and_read(cluster):
+    topic = _topic(cluster)
+    _transaction(cluster, topic, f"idle-{uuid.uuid4().hex[:6]}", 50)
+    assert len(_committed(cluster, topic, 50)) == 50
+
+
+def test_an_endtxn_answered_concurrent_transactions_is_retried_and_commits(cluster):
+    topic, txn_id = _topic(cluster), f"answered-{uuid.uuid4().hex[:6]}"
+    rule = ProtocolRule(
+        "answer-endtxn",
+        api="EndTxn",
+        action="answer",
+        transactional_id=txn_id,
+        error="CONCURRENT_TRANSACTIONS",
+        limit=1,
+    )
+    cluster.kafka_proxy.add_rule(rule)
+    _transaction(cluster, topic, txn_id, 20)
+    effects = cluster.kafka_proxy.rule(rule.id)["effects"]
+    assert (effects["matched"], effects["answered"]) == (1, 1)
+    assert len(_committed(cluster, topic, 20)) == 20
+
+
+def test_a_held_endtxn_lands_alone_after_its_client_gave_up_on_the_connection(cluster):
+    topic, txn_id = _topic(cluster), f"held-{uuid.uuid4().hex[:6]}"
+    rule = ProtocolRule(
+        "hold-endtxn",
+        api="EndTxn",
+        action="hold",
+        transactional_id=txn_id,
+        release_after_close_ms=0,
+        limit=1,
+    )
+    cluster.kafka_proxy.add_rule(rule)
+    # the client gives up on a request after 3 s, closes the connection and retries
+    _transaction(cluster, topic, txn_id, 20, **{"socket.timeout.ms": 3000})
+    view = cluster.kafka_proxy.rule(rule.id)
+    kinds = [event["kind"] for event in view["events"]]
+    assert kinds[:3] == ["held", "client-closed", "delivered-alone"]
+    assert view["effects"]["released_alone"] == 1
+    assert len(_committed(cluster, topic, 20)) == 20
+
+
+@pytest.mark.parametrize(("idempotent", "copies"), [(True, 1), (False, 2)])
+def test_a_duplicated_produce_is_written_twice_unless_the_producer_is_idempotent(
+    cluster, idempotent, copies
+):
+    topic = _topic(cluster)
+    rule = ProtocolRule("duplicate-produce", api="Produce", action="duplicate", limit=1)
+    producer = _producer(
+        cluster, **{"enable.idempotence": idempotent, "acks": "all", "linger.ms": 0}
+    )
+    producer.produce(topic, value=b"warm-up")  # metadata first, so the rule meets the record
+    producer.flush(30)
+    cluster.kafka_proxy.add_rule(rule)
+    producer.produce(topic, value=b"once")
+    assert producer.flush(30) == 0
+    assert cluster.kafka_proxy.rule(rule.id)["effects"]["duplicated"] == 1
+    values = _committed(cluster, topic, 1 + copies)
+    assert values.count(b"once") == copies
+
+
+# ----------------------------------------------------------------- the faults, through the nemesis
+
+
+def _fault_params(tmp_path) -> dict:
+    return json.loads(next(e for e in _fault_history(tmp_path) if e["type"] == "ok")["params"])
+
+
+def test_stale_endtxn_proxy_lands_a_commit_in_the_clients_next_transaction(
+    cluster, nemesis, tmp_path
+):
+    """KAFKA-17754 with librdkafka (its producer epoch stays across transactions), as
+    test_nemesis shows it below TCP, here without root: the stale commit of transaction 1
+    commits transaction 2, still open, and the coordinator takes it (NONE)."""
+    aim = Aim(_topic_led_by(cluster, 1), instance_count=1, txn_id=f"txn-{uuid.uuid4().hex[:8]}")
+    producer = _in_a_transaction(cluster, aim, b"first", {"socket.timeout.ms": 5000})
+    hurt = nemesis(aim)
+    active = hurt.start(_event("stale-endtxn-proxy", "instance:0"))
+    assert active is not None
+    started = time.monotonic()
+    producer.commit_transaction(30)  # its EndTxn is held; the retry on a new connection passes
+    assert 4.0 < time.monotonic() - started < 15.0
+    producer.begin_transaction()
+    producer.produce(aim.input_topic, value=b"second")
+    producer.flush(30)
+    hurt.heal(active=active)  # returns once the stale EndTxn landed and was answered
+    read = _committed(cluster, aim.input_topic, 2)
+    assert read == [b"first", b"second"]  # committed, though its client never committed it
+    params = _fault_params(tmp_path)
+    assert 4.0 < params["held_s"] < 15.0 and params["late_answer"] == "NONE"
+    assert 2.0 < params["landed_after_close_s"] < 5.0 and params["took_effect"] is True
+
+
+def test_lose_endtxn_response_makes_the_client_retry_a_commit_that_happened(
+    cluster, nemesis, tmp_path
+):
+    aim = Aim(_topic_led_by(cluster, 2), instance_count=1, txn_id=f"txn-{uuid.uuid4().hex[:8]}")
+    producer = _in_a_transaction(cluster, aim, b"only", {"socket.timeout.ms": 5000})
+    hurt = nemesis(aim)
+    active = hurt.start(_event("lose-endtxn-response", "instance:0"))
+    started = time.monotonic()
+    producer.commit_transaction(30)
+    assert time.monotonic() - started > 4.0  # it waited for an answer that never came
+    hurt.heal(active=active)
+    assert _committed(cluster, aim.input_topic, 1) == [b"only"]
+    params = _fault_params(tmp_path)
+    assert params["effects"]["dropped_responses"] == 1 and params["took_effect"] is True
+
+
+def test_coordinator_error_answers_the_commit_and_the_client_retries_past_it(
+    cluster, nemesis, tmp_path
+):
+    aim = Aim(_topic_led_by(cluster, 3), instance_count=1, txn_id=f"txn-{uuid.uuid4().hex[:8]}")
+    producer = _in_a_transaction(cluster, aim, b"only")
+    hurt = nemesis(aim)
+    active = hurt.start(_event("coordinator-error", "instance:0", error="CONCURRENT_TRANSACTIONS"))
+    producer.commit_transaction(30)
+    hurt.heal(active=active)
+    assert _committed(cluster, aim.input_topic, 1) == [b"only"]
+    params = _fault_params(tmp_path)
+    assert params["effects"]["answered"] == 3 and params["took_effect"] is True
+
+
+def test_duplicate_produce_is_refused_by_the_idempotent_transactional_producer(
+    cluster, nemesis, tmp_path
+):
+    aim = Aim(_topic_led_by(cluster, 1), instance_count=1, txn_id=f"txn-{uuid.uuid4().hex[:8]}")
+    producer = _in_a_transaction(cluster, aim, b"warm-up", {"linger.ms": 0})
+    hurt = nemesis(aim)
+    active = hurt.start(_event("duplicate-produce", "instance:0", limit=3))
+    for i in range(3):
+        producer.produce(aim.input_topic, value=f"v{i}".encode())
+        producer.flush(30)
+    producer.commit_transaction(30)
+    hurt.heal(active=active)
+    values = _committed(cluster, aim.input_topic, 4)
+    assert values == [b"warm-up", b"v0", b"v1", b"v2"]
+    assert _fault_params(tmp_path)["effects"]["duplicated"] == 3
