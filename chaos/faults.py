@@ -19,7 +19,7 @@ from typing import Any, Protocol
 from eoschaos.clusters import packet_drop
 from eoschaos.clusters.admin import wait_answers_for_itself
 from eoschaos.clusters.base import Cluster
-from eoschaos.clusters.kafka_proxy import ProtocolRule, error_name
+from eoschaos.clusters.kafka_proxy import KafkaProxyAPI, ProtocolRule, error_name
 from eoschaos.clusters.packet_drop import StrandedConnection
 from eoschaos.clusters.ports import Link, lane_link
 from eoschaos.contract.history import (
@@ -400,14 +400,10 @@ def _protocol_fault(
     effect: str,
     **rule: Any,
 ) -> Heal:
-    """A rule of the cluster's protocol proxy on the instance's own lane to every broker (its
-    lane carries its requests alone), removed at the heal. What the rule did goes into the
-    params; the fault took effect if it did `effect` (an Effects count) at least once."""
-    lane = _own_lane(ctx, params["instance"])
-    proxy = ctx.cluster.kafka_proxy
-    rule_id = f"{fault}-{params['instance']}-{time.monotonic_ns()}"
-    lanes = [ctx.cluster.proxy_name(node_id, lane) for node_id in ctx.cluster.spec.node_ids]
-    proxy.add_rule(ProtocolRule(rule_id, lanes=lanes, **rule))
+    """A rule on the instance's own lane (`_own_lane_rule`), removed at the heal. What the
+    rule did goes into the params; the fault took effect if it did `effect` (an Effects
+    count) at least once."""
+    proxy, rule_id = _own_lane_rule(ctx, params, fault, **rule)
 
     def heal() -> None:
         effects = proxy.rule(rule_id)["effects"]
@@ -480,35 +476,28 @@ def stale_endtxn_proxy(ctx: FaultContext, params: dict[str, Any]) -> Heal:
     stale request has landed (at most STALE_LANDING_WAIT_S), so that no next fault blurs which
     transaction it hit; a client that never gave the connection up before the heal only saw a
     delay, and the fault took no effect."""
-    lane = _own_lane(ctx, params["instance"])
-    proxy = ctx.cluster.kafka_proxy
-    rule_id = f"stale-endtxn-proxy-{params['instance']}-{time.monotonic_ns()}"
-    lanes = [ctx.cluster.proxy_name(node_id, lane) for node_id in ctx.cluster.spec.node_ids]
-    rule = ProtocolRule(
-        rule_id,
+    proxy, rule_id = _own_lane_rule(
+        ctx,
+        params,
+        "stale-endtxn-proxy",
         api="EndTxn",
         action="hold",
-        lanes=lanes,
         release_after_close_ms=params["late_ms"],
         limit=1,
     )
-    proxy.add_rule(rule)
+
+    def landing(view: dict[str, Any]) -> bool:
+        """A stale request is on its way: held after its client closed, or released alone
+        and not yet answered (the coordinator's answer says what it made of it)."""
+        moments = _moments(view)
+        if view["effects"]["released_alone"]:
+            return "answer" not in moments
+        return bool(view["holding"]) and "client-closed" in moments
 
     def heal() -> None:
         deadline = time.monotonic() + STALE_LANDING_WAIT_S
         view = proxy.rule(rule_id)
-        while (
-            view["holding"]
-            and _moments(view).get("client-closed")
-            and (time.monotonic() < deadline)
-        ):
-            time.sleep(0.05)
-            view = proxy.rule(rule_id)
-        while (
-            "delivered-alone" in _moments(view)
-            and "answer" not in _moments(view)
-            and (time.monotonic() < deadline)
-        ):  # the coordinator's answer to the stale request says what it made of it
+        while landing(view) and time.monotonic() < deadline:
             time.sleep(0.05)
             view = proxy.rule(rule_id)
         proxy.remove_rule(rule_id, release=True)  # a client still waiting sees a delay end
@@ -526,6 +515,19 @@ def stale_endtxn_proxy(ctx: FaultContext, params: dict[str, Any]) -> Heal:
             params[FAULT_TOOK_EFFECT] = False  # no commit was held until its client gave up
 
     return heal
+
+
+def _own_lane_rule(
+    ctx: FaultContext, params: dict[str, Any], fault: str, **rule: Any
+) -> tuple[KafkaProxyAPI, str]:
+    """Put a rule of the protocol proxy on the instance's own lane to every broker (its lane
+    carries its requests alone); the proxy and the rule's id, to read and remove it by."""
+    lane = _own_lane(ctx, params["instance"])
+    proxy = ctx.cluster.kafka_proxy
+    rule_id = f"{fault}-{params['instance']}-{time.monotonic_ns()}"
+    lanes = [ctx.cluster.proxy_name(node_id, lane) for node_id in ctx.cluster.spec.node_ids]
+    proxy.add_rule(ProtocolRule(rule_id, lanes=lanes, **rule))
+    return proxy, rule_id
 
 
 def _moments(view: dict[str, Any]) -> dict[str, int]:
