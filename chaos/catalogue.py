@@ -178,6 +178,17 @@ CATALOGUE: dict[str, FaultSpec] = {
             needs_lane=True,
             needs_protocol_proxy=True,
         ),
+        # A rebalance made by killing the instance; 10 answers outlast a client's first
+        # retries of each member's fetch (librdkafka and Java retry it after a backoff).
+        FaultSpec(
+            "unstable-offset-fetch",
+            "instance",
+            15.0,
+            "kill an instance and answer the group's next `limit` stable offset fetches "
+            "UNSTABLE_OFFSET_COMMIT, as while a transactional offset commit is pending",
+            params={"limit": 10},
+            needs_protocol_proxy=True,
+        ),
         FaultSpec(
             "duplicate-produce",
             "instance",

@@ -404,6 +404,12 @@ def _protocol_fault(
     rule did goes into the params; the fault took effect if it did `effect` (an Effects
     count) at least once."""
     proxy, rule_id = _own_lane_rule(ctx, params, fault, **rule)
+    return _removing_rule(proxy, rule_id, params, effect)
+
+
+def _removing_rule(proxy: KafkaProxyAPI, rule_id: str, params: dict[str, Any], effect: str) -> Heal:
+    """The heal of a protocol fault: remove its rule (releasing what it holds) and record
+    what it did; the fault took effect if it did `effect` at least once."""
 
     def heal() -> None:
         effects = proxy.rule(rule_id)["effects"]
@@ -464,6 +470,31 @@ def duplicate_produce(ctx: FaultContext, params: dict[str, Any]) -> Heal:
         action="duplicate",
         limit=params["limit"],
     )
+
+
+def unstable_offset_fetch(ctx: FaultContext, params: dict[str, Any]) -> Heal:
+    """A rebalance while the group's offsets are not yet stable: the instance is killed (its
+    replacement starts as after `crash`), and the next `limit` offset fetches of the
+    workload's group that ask for stable offsets -- the survivors' for the partitions they
+    take over, the replacement's for its own -- are answered UNSTABLE_OFFSET_COMMIT, as the
+    group coordinator answers them while a transactional offset commit of a partition waits
+    for its transaction's end. A correct consumer retries until the offsets are stable and
+    starts from them; one that takes the answer for "no committed offset" starts where
+    auto.offset.reset says and reads again what was already processed (the 99-duplicates lead
+    of docs/findings.md). Every lane: the group's members fetch through their own."""
+    proxy = ctx.cluster.kafka_proxy
+    rule_id = f"unstable-offset-fetch-{params['instance']}-{time.monotonic_ns()}"
+    rule = ProtocolRule(
+        rule_id,
+        api="OffsetFetch",
+        action="answer",
+        group=ctx.workload.group,
+        error="UNSTABLE_OFFSET_COMMIT",
+        limit=params["limit"],
+    )
+    proxy.add_rule(rule)
+    ctx.workload.kill_instance(params["instance"])
+    return _removing_rule(proxy, rule_id, params, "answered")
 
 
 def stale_endtxn_proxy(ctx: FaultContext, params: dict[str, Any]) -> Heal:
@@ -583,4 +614,5 @@ UNITS: dict[str, Callable[[FaultContext, dict[str, Any]], Heal]] = {
     "coordinator-error": coordinator_error,
     "duplicate-produce": duplicate_produce,
     "stale-endtxn-proxy": stale_endtxn_proxy,
+    "unstable-offset-fetch": unstable_offset_fetch,
 }

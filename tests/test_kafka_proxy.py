@@ -12,9 +12,10 @@ import json
 import time
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 
 import pytest
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 from test_cluster import _topic_led_by
 from test_nemesis import Aim, _event, _fault_history, _in_a_transaction
 
@@ -220,3 +221,58 @@ def test_duplicate_produce_is_refused_by_the_idempotent_transactional_producer(
     values = _committed(cluster, aim.input_topic, 4)
     assert values == [b"warm-up", b"v0", b"v1", b"v2"]
     assert _fault_params(tmp_path)["effects"]["duplicated"] == 3
+
+
+@dataclass
+class _KillableAim(Aim):
+    """An aim whose instance kills are recorded: the group's members are the test's own."""
+
+    killed: list[int] = field(default_factory=list)
+
+    def kill_instance(self, instance: int) -> None:
+        self.killed.append(instance)
+
+
+def test_unstable_offset_fetch_is_retried_and_the_group_resumes_at_its_committed_offsets(
+    cluster, nemesis, tmp_path
+):
+    """The group's member fetches its offsets as after a rebalance, is told they are unstable
+    three times, and still starts at the committed offset 10 of each partition, not at the
+    earliest (auto.offset.reset) where "no offset" would put it."""
+    topic, group = _topic(cluster, partitions=2), f"group-{uuid.uuid4().hex[:8]}"
+    producer = _producer(cluster)
+    for partition in (0, 1):
+        for i in range(20):
+            producer.produce(topic, partition=partition, value=f"{partition}-{i}".encode())
+    producer.flush(30)
+    committer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group})
+    committer.commit(offsets=[TopicPartition(topic, p, 10) for p in (0, 1)], asynchronous=False)
+    committer.close()
+    aim = _KillableAim(topic, group=group, instance_count=1)
+    hurt = nemesis(aim)
+    active = hurt.start(_event("unstable-offset-fetch", "instance:0", limit=3))
+    assert aim.killed == [0]
+    member = Consumer(
+        {
+            "bootstrap.servers": cluster.instance_bootstrap(0),
+            "group.id": group,
+            "isolation.level": "read_committed",  # asks for stable offsets
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "log_level": 3,
+        }
+    )
+    member.subscribe([topic])
+    first: dict[int, int] = {}
+    try:
+        deadline = time.monotonic() + 30
+        while len(first) < 2 and time.monotonic() < deadline:
+            for message in member.consume(100, timeout=0.5):
+                if not message.error():
+                    first.setdefault(message.partition(), message.offset())
+    finally:
+        member.close()
+    hurt.heal(active=active)
+    assert first == {0: 10, 1: 10}
+    params = _fault_params(tmp_path)
+    assert params["effects"]["answered"] == 3 and params["took_effect"] is True

@@ -208,6 +208,26 @@ func TestAnsweredRequestNeverReachesTheBrokerAndCarriesTheCode(t *testing.T) {
 	}
 }
 
+func TestUnstableOffsetCommitIsAnsweredOnlyToFetchesThatAskForStableOffsets(t *testing.T) {
+	b := newBroker(t)
+	s, addr := startProxy(t, b, Rule{ID: "r", APIKey: 9, Group: "g", Action: actionAnswer, ErrorCode: unstableOffsetCommit})
+	c := dial(t, addr)
+	for _, correlation := range []int32{1, 2} {
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.Version, req.Group, req.RequireStable = 7, "g", correlation == 2
+		send(t, c, correlation, req)
+		if got, _ := answerTo(t, c); got != correlation {
+			t.Fatalf("answer %d, want %d", got, correlation)
+		}
+	}
+	if seen := b.waitSeen(t, 1); len(seen) != 1 || seen[0].correlation != 1 {
+		t.Fatalf("the broker saw %v, want only the fetch without require_stable", seen)
+	}
+	if e := effects(s, "r"); e.Matched != 1 || e.Answered != 1 {
+		t.Fatalf("effects %+v", e)
+	}
+}
+
 func TestDuplicatedRequestReachesTheBrokerTwiceAndIsAnsweredOnce(t *testing.T) {
 	b := newBroker(t)
 	s, addr := startProxy(t, b, Rule{ID: "r", APIKey: 26, Action: actionDuplicate, Limit: 1})

@@ -100,8 +100,15 @@ func (r *Rule) onLane(lane string) bool {
 	return false
 }
 
-// matchesBody compares the transactional id and group a decoded request names.
+// matchesBody compares the transactional id and group a decoded request names. A rule that
+// answers an OffsetFetch with UNSTABLE_OFFSET_COMMIT matches only a fetch that asked for stable
+// offsets (RequireStable: a read_committed consumer's), the only one a broker answers so.
 func (r *Rule) matchesBody(req kmsg.Request) bool {
+	if r.Action == actionAnswer && r.ErrorCode == unstableOffsetCommit {
+		if fetch, ok := req.(*kmsg.OffsetFetchRequest); ok && !fetch.RequireStable {
+			return false
+		}
+	}
 	txn, groups := identities(req)
 	if r.TransactionalID != "" && txn != r.TransactionalID {
 		return false
