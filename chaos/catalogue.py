@@ -29,7 +29,6 @@ class FaultSpec:
     takes_broker_out: bool = False  # a broker stops serving peers or clients while it holds
     params: dict[str, Any] = field(default_factory=dict)
     needs_lane: bool = False  # works on the instance's own client lane (a proxy per broker)
-    needs_packet_drop: bool = False  # drops packets below TCP: iptables and CAP_NET_ADMIN
     # acts on chosen Kafka requests: the cluster has the protocol proxy on its client links
     needs_protocol_proxy: bool = False
     choices: dict[str, tuple[str, ...]] = field(default_factory=dict)  # a string param's values
@@ -130,18 +129,6 @@ CATALOGUE: dict[str, FaultSpec] = {
             params={"hold_ms": 11000},
             needs_lane=True,
         ),
-        # Released as soon as the client gives the stranded connection up: kip447 after 10 s,
-        # the Streams app after 5 s. A client with a longer request timeout (Java's default is
-        # 30 s) needs a longer duration in a schedule file.
-        FaultSpec(
-            "stale-endtxn",
-            "instance",
-            15.0,
-            "strand an instance's connections at their next EndTxn (its commit) below TCP, "
-            "let it retry on a new one and move on, then let the stale commit land",
-            needs_lane=True,
-            needs_packet_drop=True,
-        ),
         # Through the Kafka protocol proxy on the instance's own lane (no root needed): each
         # acts on the instance's next requests of one API and holds for long enough to catch
         # one of its commits (kip447 commits every ~1 s, Streams every 100 ms).
@@ -165,11 +152,12 @@ CATALOGUE: dict[str, FaultSpec] = {
             needs_protocol_proxy=True,
             choices={"api": tuple(API_KEYS), "error": tuple(ERROR_CODES)},
         ),
-        # As stale-endtxn, without root. late_ms: when the stale commit lands after the client
-        # gave the held connection up; below TCP its kernel's next retransmission took 2.5 s
-        # after the client's retry (docs/schedules.md).
+        # KAFKA-17754's reordering. late_ms: when the stale commit lands after the client gave
+        # the held connection up, as a stalled TCP stream's next retransmission lands it
+        # (docs/schedules.md). The client lets go after its request timeout: kip447 after 10 s,
+        # the Streams app after 5 s; one with Java's default (30 s) needs a longer duration.
         FaultSpec(
-            "stale-endtxn-proxy",
+            "stale-endtxn",
             "instance",
             15.0,
             "hold an instance's next EndTxn (its commit) in the protocol proxy; once the "

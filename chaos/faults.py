@@ -9,18 +9,15 @@ Adding a fault = one catalogue row (chaos/catalogue.py) + one unit registered in
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from eoschaos.clusters import packet_drop
 from eoschaos.clusters.admin import wait_answers_for_itself
 from eoschaos.clusters.base import Cluster
 from eoschaos.clusters.kafka_proxy import KafkaProxyAPI, ProtocolRule, error_name
-from eoschaos.clusters.packet_drop import StrandedConnection
 from eoschaos.clusters.ports import Link, lane_link
 from eoschaos.contract.history import (
     FAULT_TOOK_EFFECT,
@@ -33,9 +30,7 @@ HEAL_TIMEOUT_S = 120.0
 # strikes anyway (recorded as mid_transaction false). Long enough to outlast a replacement's
 # start and first rebalance: a moment missed there is re-aimed at the next incarnation.
 ZOMBIE_TRIGGER_WAIT_S = 20.0
-END_TXN_API_KEY = 26  # Kafka's EndTxn request
-# The client's kernel retransmits a stranded segment 0.2, 0.6, 1.4 ... 12.6, 25.4, 51 s after its
-# first send: the stale request lands at the first of those after the release.
+# How long a heal waits for a stale EndTxn to land and be answered: far past any late_ms.
 STALE_LANDING_WAIT_S = 30.0
 
 Heal = Callable[[], None]
@@ -318,78 +313,6 @@ def delay_endtxn(ctx: FaultContext, params: dict[str, Any]) -> Heal:
     return heal
 
 
-def stale_endtxn(ctx: FaultContext, params: dict[str, Any]) -> Heal:
-    """KAFKA-17754's reordering: the instance's commit (EndTxn) reaches its transaction
-    coordinator after the client retried it on a new connection and began its next
-    transaction. The connections the instance has open on its lane are stranded from their
-    next EndTxn on (clusters/packet_drop.py; only the coordinator's ever carries one): that
-    request stays in the instance's kernel, retransmitted and dropped. When the client's
-    request times out it closes the connection and retries on a new one, which passes; the
-    strand is released at that moment (or at the heal, whichever comes first), so the stale
-    EndTxn lands at its next retransmission, seconds later, into whatever transaction the
-    client has open then. Releasing when the client gives up, not after a fixed time, fits
-    any client's request timeout (librdkafka in kip447: 10 s; the Streams app: 5 s).
-
-    A client that keeps its producer epoch across transactions (transaction version 1, and
-    every librdkafka client) cannot be told apart from its stale request: the coordinator
-    commits or aborts the open transaction with it. The params record the connections
-    stranded, when the client gave up, the bytes still held at release and when they landed;
-    none held means no EndTxn was caught, and the fault took no effect."""
-    lane = _own_lane(ctx, params["instance"])
-    broker_of = {
-        connection: node_id
-        for node_id in ctx.cluster.spec.node_ids
-        for connection in ctx.cluster.strand_connections(node_id, lane, END_TXN_API_KEY)
-    }
-    stranded = list(broker_of)
-    params["connections_stranded"] = len(stranded)
-    held_from = time.monotonic()
-    released = threading.Event()
-    lock = threading.Lock()
-    caught: list[StrandedConnection] = []  # the connections that hold a stranded EndTxn
-
-    def release(reason: str) -> None:
-        with lock:
-            if released.is_set():
-                return
-            # Read before the rules go: their counters say which connections dropped an EndTxn.
-            caught.extend(packet_drop.holding_a_request(stranded))
-            params["bytes_released_late"] = packet_drop.unsent_bytes(caught)
-            ctx.cluster.release_stranded(stranded)
-            params["held_for_brokers"] = sorted({broker_of[c] for c in caught})  # coordinator
-            params["released"] = reason
-            params["held_s"] = round(time.monotonic() - held_from, 3)
-            released.set()
-
-    def watch() -> None:
-        """Release once the client gives up; then note when the stale request left the
-        client's kernel (the proxy acknowledged it): the moment it landed."""
-        while not released.wait(0.05):
-            closed = packet_drop.given_up(stranded)  # the counters are read only if any
-            if closed and packet_drop.holding_a_request(closed):
-                release("client gave up")
-        released_at = held_from + params["held_s"]
-        while time.monotonic() - released_at < STALE_LANDING_WAIT_S and (
-            packet_drop.unsent_bytes(caught)
-        ):
-            time.sleep(0.02)
-        if caught:
-            params["landed_after_release_s"] = round(time.monotonic() - released_at, 3)
-
-    watcher = threading.Thread(target=watch, daemon=True)
-    watcher.start()
-
-    def heal() -> None:
-        release("heal")
-        # The fault is over when the stale request has landed, not before: a next fault would
-        # blur which transaction it hit.
-        watcher.join(STALE_LANDING_WAIT_S + 1)
-        if not params["bytes_released_late"]:
-            params[FAULT_TOOK_EFFECT] = False  # no EndTxn was on its way: nothing lands late
-
-    return heal
-
-
 # ----------------------------------------------------------------- Kafka protocol faults
 
 
@@ -497,20 +420,19 @@ def unstable_offset_fetch(ctx: FaultContext, params: dict[str, Any]) -> Heal:
     return _removing_rule(proxy, rule_id, params, "answered")
 
 
-def stale_endtxn_proxy(ctx: FaultContext, params: dict[str, Any]) -> Heal:
-    """KAFKA-17754's reordering, as `stale-endtxn` makes it, without root: the protocol proxy
-    holds the instance's next EndTxn (its commit), and the connection behind it, as a stalled
-    TCP stream would. When the client's request times out it closes the connection and
-    retries the commit on a new one, which passes; `late_ms` after that close the proxy
-    delivers the held EndTxn alone, on a connection of its own, into whatever transaction the
-    client has open by then, and notes the coordinator's answer. The heal waits until the
-    stale request has landed (at most STALE_LANDING_WAIT_S), so that no next fault blurs which
-    transaction it hit; a client that never gave the connection up before the heal only saw a
-    delay, and the fault took no effect."""
+def stale_endtxn(ctx: FaultContext, params: dict[str, Any]) -> Heal:
+    """KAFKA-17754's reordering (docs/findings.md): the protocol proxy holds the instance's next
+    EndTxn (its commit), and the connection behind it, as a stalled TCP stream would. When the
+    client's request times out it closes the connection and retries the commit on a new one,
+    which passes; `late_ms` after that close the proxy delivers the held EndTxn alone, on a
+    connection of its own, into whatever transaction the client has open by then, and notes the
+    coordinator's answer. The heal waits until the stale request has landed (at most
+    STALE_LANDING_WAIT_S), so that no next fault blurs which transaction it hit; a client that
+    never gave the connection up before the heal only saw a delay, and the fault took no effect."""
     proxy, rule_id = _own_lane_rule(
         ctx,
         params,
-        "stale-endtxn-proxy",
+        "stale-endtxn",
         api="EndTxn",
         action="hold",
         release_after_close_ms=params["late_ms"],
@@ -609,10 +531,9 @@ UNITS: dict[str, Callable[[FaultContext, dict[str, Any]], Heal]] = {
     "twin": twin,
     "isolate-instance": isolate_instance,
     "delay-endtxn": delay_endtxn,
-    "stale-endtxn": stale_endtxn,
     "lose-endtxn-response": lose_endtxn_response,
     "coordinator-error": coordinator_error,
     "duplicate-produce": duplicate_produce,
-    "stale-endtxn-proxy": stale_endtxn_proxy,
+    "stale-endtxn": stale_endtxn,
     "unstable-offset-fetch": unstable_offset_fetch,
 }

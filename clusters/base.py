@@ -26,11 +26,10 @@ from typing import Any, ClassVar, Protocol
 
 from confluent_kafka import KafkaError, KafkaException
 
-from eoschaos.clusters import admin, packet_drop, processes
+from eoschaos.clusters import admin, processes
 from eoschaos.clusters.broker_config import ClusterSpec
 from eoschaos.clusters.kafka_dist import KafkaDistribution, java_major_version
 from eoschaos.clusters.kafka_proxy import KafkaProxyAPI, proxy_binary
-from eoschaos.clusters.packet_drop import StrandedConnection
 from eoschaos.clusters.ports import (
     Link,
     PortPlan,
@@ -122,10 +121,6 @@ class Cluster(Protocol):
         name: str | None = None,
     ) -> str: ...
     def remove_toxic(self, node_id: int, link: Link, name: str) -> None: ...
-    def strand_connections(
-        self, node_id: int, link: Link, api_key: int | None = None
-    ) -> list[StrandedConnection]: ...
-    def release_stranded(self, connections: list[StrandedConnection]) -> None: ...
     def heal_network(self) -> None: ...
     @property
     def kafka_proxy(self) -> KafkaProxyAPI: ...
@@ -159,7 +154,6 @@ class ClusterBase(ABC):
         self.plan: PortPlan | None = None
         self.info: ClusterInfo | None = None
         self._popens: dict[str, subprocess.Popen] = {}
-        self._stranded: list[StrandedConnection] = []
         self._t0 = time.monotonic()
 
     # ----------------------------------------------------------------- lifecycle
@@ -495,32 +489,11 @@ class ClusterBase(ABC):
     def remove_toxic(self, node_id: int, link: Link, name: str) -> None:
         self.toxiproxy.remove_toxic(self.proxy_name(node_id, link), name)
 
-    def strand_connections(
-        self, node_id: int, link: Link, api_key: int | None = None
-    ) -> list[StrandedConnection]:
-        """Drop below TCP what the connections now open to `link`'s proxy on `node_id` send,
-        all of it or from their next request of `api_key` on (clusters/packet_drop.py): their
-        bytes stay in the clients' kernels until released, while new connections pass."""
-        assert self.plan is not None
-        port = self.plan.nodes[node_id].proxy[link]
-        stranded = packet_drop.strand(port, packet_drop.tag_for(self.run_dir), api_key)
-        self._stranded.extend(stranded)
-        return stranded
-
-    def release_stranded(self, connections: list[StrandedConnection]) -> None:
-        """Let the connections' packets through again: what their clients' kernels still
-        hold reaches the proxy at their next retransmission."""
-        packet_drop.release(connections)
-        self._stranded = [c for c in self._stranded if c not in connections]
-
     def heal_network(self) -> None:
-        """Re-enable every proxy, remove every toxic and protocol rule, release every
-        stranded connection."""
+        """Re-enable every proxy, remove every toxic and protocol rule."""
         self.toxiproxy.reset()
         if self.spec.protocol_proxy:
             self.kafka_proxy.reset()
-        if self._stranded:
-            self.release_stranded(list(self._stranded))
 
     # ----------------------------------------------------------------- who does what
 

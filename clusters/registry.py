@@ -10,7 +10,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from eoschaos.clusters import packet_drop, processes
+from eoschaos.clusters import processes
 from eoschaos.contract.host import cache_root
 from eoschaos.contract.rundir import CLUSTER_FILE
 
@@ -75,7 +75,6 @@ def stop_run_dir(run_dir: Path, timeout: float = 5.0) -> list[str]:
     for stray in processes.stop_strays(run_dir, timeout):
         stopped.append(stray.describe())
     unregister_run_dir(run_dir)
-    packet_drop.release_tagged(packet_drop.tag_for(run_dir))  # a stranded connection's rules
     return stopped
 
 

@@ -13,14 +13,21 @@ import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
+from quorum import until
 from test_cluster import _topic_led_by
 from test_nemesis import Aim, _event, _fault_history, _in_a_transaction
 
+from eoschaos.checkers.spark import QUICK_JIT, spark_session
+from eoschaos.checkers.verdict import check_run
 from eoschaos.clusters.kafka_proxy import ProtocolRule
 from eoschaos.clusters.process_backend import ProcessCluster
+from eoschaos.clusters.transaction_log import record_transaction_log
+from eoschaos.contract.history import LOG_BATCHES, HistoryWriter, instance_name
+from eoschaos.contract.rundir import HISTORY_DIR, write_manifest
 from eoschaos.workloads.smoke import create_topic
 
 pytestmark = pytest.mark.cluster
@@ -151,29 +158,62 @@ def _fault_params(tmp_path) -> dict:
     return json.loads(next(e for e in _fault_history(tmp_path) if e["type"] == "ok")["params"])
 
 
-def test_stale_endtxn_proxy_lands_a_commit_in_the_clients_next_transaction(
-    cluster, nemesis, tmp_path
-):
-    """KAFKA-17754 with librdkafka (its producer epoch stays across transactions), as
-    test_nemesis shows it below TCP, here without root: the stale commit of transaction 1
-    commits transaction 2, still open, and the coordinator takes it (NONE)."""
+def test_stale_endtxn_lands_a_commit_in_the_clients_next_transaction(cluster, nemesis, tmp_path):
+    """KAFKA-17754 with librdkafka, which keeps its producer epoch across transactions on every
+    Kafka version: the stale commit of transaction 1 commits transaction 2, still open. Seen
+    three ways: in what read_committed returns, in the coordinator's log, and in the verdict
+    on the client's history (recorded as a kip447 processor records it) next to that log."""
     aim = Aim(_topic_led_by(cluster, 1), instance_count=1, txn_id=f"txn-{uuid.uuid4().hex[:8]}")
+    since = time.time()
     producer = _in_a_transaction(cluster, aim, b"first", {"socket.timeout.ms": 5000})
     hurt = nemesis(aim)
-    active = hurt.start(_event("stale-endtxn-proxy", "instance:0"))
+    active = hurt.start(_event("stale-endtxn", "instance:0"))
     assert active is not None
+    client = HistoryWriter(tmp_path, instance_name(0, 0), flush_each=True)
+    txn = {"instance": 0, "incarnation": 0, "txn_id": aim.txn_id}
     started = time.monotonic()
+    client.record("txn", "invoke", "commit", **txn, txn_seq=1)
     producer.commit_transaction(30)  # its EndTxn is held; the retry on a new connection passes
+    client.record("txn", "ok", "commit", **txn, txn_seq=1)
     assert 4.0 < time.monotonic() - started < 15.0
+    client.record("txn", "invoke", "begin", **txn, txn_seq=2, fate="commit")
     producer.begin_transaction()
+    client.record("txn", "ok", "begin", **txn, txn_seq=2, fate="commit")
     producer.produce(aim.input_topic, value=b"second")
     producer.flush(30)
+    client.record("txn", "ok", "produce", **txn, txn_seq=2, count=1)
     hurt.heal(active=active)  # returns once the stale EndTxn landed and was answered
-    read = _committed(cluster, aim.input_topic, 2)
-    assert read == [b"first", b"second"]  # committed, though its client never committed it
+    client.close()
+    assert _committed(cluster, aim.input_topic, 2) == [b"first", b"second"]  # never committed
     params = _fault_params(tmp_path)
     assert 4.0 < params["held_s"] < 15.0 and params["late_answer"] == "NONE"
     assert 2.0 < params["landed_after_close_s"] < 5.0 and params["took_effect"] is True
+    # The coordinator's own log, as a run records it: transaction 2 prepared and committed
+    # though its client never asked, under transaction 1's producer epoch.
+    transaction = ["Ongoing", "PrepareCommit", "CompleteCommit"]
+    states = until(lambda: _coordinator_states(cluster, aim.txn_id, since, tmp_path, 7), 15)
+    assert states == [(state, 0) for state in ["Empty", *transaction, *transaction]]
+    manifest = {"workload": "kip447", "mode": "eos", "input_topic": aim.input_topic}
+    write_manifest(tmp_path, {**manifest, "output_topic": aim.input_topic})
+    spark = spark_session(app="eoschaos-tests", java_options=QUICK_JIT)
+    stale = check_run(spark, tmp_path, lineage=False)["checks"]["fencing.stale-commit"]
+    assert (stale["verdict"], stale["count"]) == ("FAIL", 1)
+    assert stale["examples"][0]["txn_id"] == aim.txn_id
+
+
+def _coordinator_states(
+    cluster: ProcessCluster, txn_id: str, since: float, directory: Path, at_least: int
+) -> list[tuple[str, int]] | None:
+    """(state, producer epoch) of each record the coordinator wrote for `txn_id` since
+    `since`, once there are `at_least` (the last ones are written just after the markers)."""
+    log = directory / HISTORY_DIR / f"{LOG_BATCHES}.jsonl"
+    log.unlink(missing_ok=True)
+    with HistoryWriter(directory, LOG_BATCHES) as writer:
+        record_transaction_log(cluster.dist, cluster.data_dirs(), since, writer)
+    rows = [json.loads(line) for line in log.read_text().splitlines()]
+    params = [json.loads(row["params"]) for row in rows if row["txn_id"] == txn_id]
+    states = [(p["state"], p["producer_epoch"]) for p in params]
+    return states if len(states) >= at_least else None
 
 
 def test_lose_endtxn_response_makes_the_client_retry_a_commit_that_happened(

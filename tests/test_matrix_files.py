@@ -13,7 +13,7 @@ from eoschaos.workloads.registry import KINDS
 MATRICES = Path(__file__).parent.parent / "chaos" / "matrices"
 
 
-@pytest.mark.parametrize("name", ["nightly", "ci", "bench"])
+@pytest.mark.parametrize("name", sorted(path.stem for path in MATRICES.glob("*.toml")))
 def test_a_shipped_matrix_loads(name):
     assert load_matrix(MATRICES / f"{name}.toml")
 

@@ -7,8 +7,8 @@ not change (a toxic, a cut, a pause) and the nemesis' own bookkeeping are tested
 Kafka version in CI and on the others nightly (conftest.OTHER_VERSIONS_NIGHTLY), and so are the
 faults on Kafka's own machinery (coordinator kills, bounces, restarts, cuts of a broker) but one: a
 split of the active controller, the quorum's hand-over, runs on every version in CI. The other
-versions differ from the first in their transaction protocol, which the transactional tests and
-the stale-EndTxn fault meet on every version.
+versions differ from the first in their transaction protocol, which the transactional tests meet
+on every version.
 """
 
 from __future__ import annotations
@@ -30,14 +30,9 @@ from test_cluster import _produce_acks_all, _topic_led_by
 
 from eoschaos.chaos.catalogue import CATALOGUE
 from eoschaos.chaos.schedule import FaultEvent
-from eoschaos.checkers.spark import QUICK_JIT, spark_session
-from eoschaos.checkers.verdict import check_run
-from eoschaos.clusters import admin, packet_drop
+from eoschaos.clusters import admin
 from eoschaos.clusters.process_backend import ProcessCluster
-from eoschaos.clusters.transaction_log import record_transaction_log
-from eoschaos.contract.history import LOG_BATCHES, HistoryWriter, instance_name
-from eoschaos.contract.rundir import HISTORY_DIR, write_manifest
-from eoschaos.workloads.smoke import read_all
+from eoschaos.contract.history import HistoryWriter, instance_name
 
 pytestmark = pytest.mark.cluster
 
@@ -226,68 +221,6 @@ def test_delay_endtxn_holds_a_commit_caught_mid_transaction_until_healed(
     assert params["coordinator"] == cluster.transaction_coordinator(aim.txn_id)
     assert (params["mid_transaction"], params["took_effect"]) == (True, True)
     assert params["held_s"] >= released_after_s - 0.5
-
-
-@pytest.mark.skipif(packet_drop.unavailable() is not None, reason=f"{packet_drop.unavailable()}")
-def test_stale_endtxn_lands_a_commit_in_the_clients_next_transaction(cluster, nemesis, tmp_path):
-    """KAFKA-17754 with librdkafka, which keeps its producer epoch across transactions on every
-    Kafka version: the stale commit of transaction 1 commits transaction 2, still open. Seen
-    three ways: in what read_committed returns, in the coordinator's log, and in the verdict
-    on the client's history (recorded as a kip447 processor records it) next to that log."""
-    aim = Aim(_topic_led_by(cluster, 1), instance_count=1, txn_id=f"txn-{uuid.uuid4().hex[:8]}")
-    since = time.time()
-    producer = _in_a_transaction(cluster, aim, b"first", {"socket.timeout.ms": 5000})
-    hurt = nemesis(aim)
-    active = hurt.start(_event("stale-endtxn", "instance:0"))
-    assert active is not None
-    client = HistoryWriter(tmp_path, instance_name(0, 0), flush_each=True)
-    txn = {"instance": 0, "incarnation": 0, "txn_id": aim.txn_id}
-    started = time.monotonic()
-    client.record("txn", "invoke", "commit", **txn, txn_seq=1)
-    producer.commit_transaction(30)  # its EndTxn is stranded; the retry on a new one passes
-    client.record("txn", "ok", "commit", **txn, txn_seq=1)
-    assert 4.0 < time.monotonic() - started < 15.0
-    client.record("txn", "invoke", "begin", **txn, txn_seq=2, fate="commit")
-    producer.begin_transaction()
-    client.record("txn", "ok", "begin", **txn, txn_seq=2, fate="commit")
-    producer.produce(aim.input_topic, value=b"second")
-    producer.flush(30)
-    client.record("txn", "ok", "produce", **txn, txn_seq=2, count=1)
-    hurt.heal(active=active)  # returns once the stale EndTxn has left the client's kernel
-    client.close()
-    read = read_all(cluster.bootstrap, aim.input_topic, "read_committed", 2, timeout=20)
-    assert read == ["first", "second"]  # committed, though its client never committed it
-    params = json.loads(next(e for e in _fault_history(tmp_path) if e["type"] == "ok")["params"])
-    assert params["released"] == "client gave up" and 4.0 < params["held_s"] < 15.0
-    assert params["held_for_brokers"] == [cluster.transaction_coordinator(aim.txn_id)]
-    assert params["bytes_released_late"] > 0 and params["took_effect"] is True
-    assert params["landed_after_release_s"] < 30
-    # The coordinator's own log, as a run records it: transaction 2 prepared and committed
-    # though its client never asked, under transaction 1's producer epoch.
-    transaction = ["Ongoing", "PrepareCommit", "CompleteCommit"]
-    states = until(lambda: _coordinator_states(cluster, aim.txn_id, since, tmp_path, 7), 15)
-    assert states == [(state, 0) for state in ["Empty", *transaction, *transaction]]
-    manifest = {"workload": "kip447", "mode": "eos", "input_topic": aim.input_topic}
-    write_manifest(tmp_path, {**manifest, "output_topic": aim.input_topic})
-    spark = spark_session(app="eoschaos-tests", java_options=QUICK_JIT)
-    stale = check_run(spark, tmp_path, lineage=False)["checks"]["fencing.stale-commit"]
-    assert (stale["verdict"], stale["count"]) == ("FAIL", 1)
-    assert stale["examples"][0]["txn_id"] == aim.txn_id
-
-
-def _coordinator_states(
-    cluster: ProcessCluster, txn_id: str, since: float, directory: Path, at_least: int
-) -> list[tuple[str, int]] | None:
-    """(state, producer epoch) of each record the coordinator wrote for `txn_id` since
-    `since`, once there are `at_least` (the last ones are written just after the markers)."""
-    log = directory / HISTORY_DIR / f"{LOG_BATCHES}.jsonl"
-    log.unlink(missing_ok=True)
-    with HistoryWriter(directory, LOG_BATCHES) as writer:
-        record_transaction_log(cluster.dist, cluster.data_dirs(), since, writer)
-    rows = [json.loads(line) for line in log.read_text().splitlines()]
-    params = [json.loads(row["params"]) for row in rows if row["txn_id"] == txn_id]
-    states = [(p["state"], p["producer_epoch"]) for p in params]
-    return states if len(states) >= at_least else None
 
 
 @OTHER_VERSIONS_NIGHTLY

@@ -9,9 +9,10 @@ schedule is also in its run dir as schedule.json.
 
 Every example is a real run (~1.5 min), so the number of examples is small by default:
 EOSCHAOS_SCHEDULE_EXAMPLES (default 4). The schedules draw only faults the session cluster can
-take: faults on chosen requests when it has the protocol proxy (`--eoschaos-protocol-proxy`),
-packet drops when this process may use iptables; a schedule the run would refuse tells nothing
-of the pipeline.
+take (faults on chosen requests when it has the protocol proxy, `--eoschaos-protocol-proxy`): a
+schedule the run would refuse tells nothing of the pipeline. They leave out `stale-endtxn`:
+librdkafka, which the kip447 processors run on, is not correct under it (KAFKA-17754,
+docs/findings.md), so it is a known FAIL, not a property.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ from hypothesis import strategies as st
 from eoschaos.chaos.catalogue import CATALOGUE, FAULTS
 from eoschaos.chaos.schedule import write_schedule
 from eoschaos.chaos.strategies import schedules
-from eoschaos.clusters import packet_drop
 
 pytestmark = pytest.mark.chaos
 
@@ -59,11 +59,13 @@ def test_eos_pipeline_passes_under_every_schedule(
     assert verdict["verdict"] == "PASS", f"failed checks {failed}; report {verdict['report']}"
 
 
+KNOWN_TO_BREAK_KIP447 = ("stale-endtxn",)
+
+
 def _faults_the_cluster_takes(cluster) -> tuple[str, ...]:
-    drops = packet_drop.unavailable() is None
     return tuple(
         fault
         for fault in FAULTS
         if (cluster.spec.protocol_proxy or not CATALOGUE[fault].needs_protocol_proxy)
-        and (drops or not CATALOGUE[fault].needs_packet_drop)
+        and fault not in KNOWN_TO_BREAK_KIP447
     )

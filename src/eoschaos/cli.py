@@ -11,6 +11,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
+from eoschaos.chaos.catalogue import FAULTS
 from eoschaos.clusters.kafka_dist import DEFAULT_KAFKA_VERSION
 from eoschaos.contract.checks import results_of
 from eoschaos.contract.errors import EoschaosError
@@ -134,10 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--faults",
         help="comma-separated faults for a random schedule from --seed (docs/schedules.md): "
-        "kill, bounce, rolling-restart, pause, partition, isolate-peers, split, latency, "
-        "bandwidth, reset, slicer, crash, zombie, twin, isolate-instance, delay-endtxn, "
-        "stale-endtxn (needs iptables and root) "
-        "(default: none)",
+        f"{', '.join(FAULTS)} (default: none)",
     )
     run.add_argument(
         "--schedule",

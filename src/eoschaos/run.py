@@ -25,7 +25,7 @@ from eoschaos.chaos.schedule import (
     FaultEvent,
     write_schedule,
 )
-from eoschaos.clusters import kafka_dist, packet_drop, toxiproxy
+from eoschaos.clusters import kafka_dist, toxiproxy
 from eoschaos.clusters.base import Cluster
 from eoschaos.clusters.broker_config import ClusterSpec
 from eoschaos.clusters.log_dump import record_log_batches
@@ -111,7 +111,6 @@ def _record(
         config.pipeline, cluster.dist.version if cluster else config.kafka_version, progress
     )
     schedule = config.schedule()
-    check_packet_drop(schedule)  # before anything starts
     manifest: dict[str, Any] = {
         **config.to_manifest(),
         **config.capabilities().to_manifest(),
@@ -307,18 +306,6 @@ def check_protocol_proxy(schedule: list[FaultEvent], cluster: Cluster) -> None:
                 "protocol proxy; start the pytest session with --eoschaos-protocol-proxy, or "
                 f"leave {event.fault} out of --faults"
             )
-
-
-def check_packet_drop(schedule: list[FaultEvent]) -> None:
-    """Faults that drop packets below TCP (stale-endtxn) need iptables and CAP_NET_ADMIN."""
-    for event in schedule:
-        if CATALOGUE[event.fault].needs_packet_drop:
-            reason = packet_drop.unavailable()
-            if reason is not None:
-                raise EoschaosError(
-                    f"fault {event.fault} drops packets with iptables, and {reason}; run "
-                    f"as root (or with CAP_NET_ADMIN), or leave {event.fault} out of --faults"
-                )
 
 
 def _make_whole(cluster: Cluster, progress: Callable[[str], None]) -> None:
