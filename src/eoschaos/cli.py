@@ -219,6 +219,32 @@ def build_parser() -> argparse.ArgumentParser:
     )
     matrix.add_argument("--spark-master", default=None, help="Spark master (default local[*])")
 
+    hunt = sub.add_parser(
+        "hunt",
+        help="random schedules over the whole fault catalogue on the eos workloads for a set "
+        "time; every FAIL kept with a shrunk, replayable schedule (docs/nightly.md)",
+    )
+    hunt.add_argument(
+        "--out", type=Path, required=True, help="output dir; the same dir again resumes"
+    )
+    hunt.add_argument("--hours", type=float, default=3.0, help="time budget (default 3)")
+    hunt.add_argument(
+        "--workloads",
+        default="kip447,streams,copier,spark",
+        help="comma-separated workloads that take turns, each in its correct mode "
+        "(default kip447,streams,copier,spark)",
+    )
+    hunt.add_argument(
+        "--faults", default=None, help="comma-separated faults to draw from (default: all)"
+    )
+    hunt.add_argument(
+        "--kafka-version",
+        default=DEFAULT_KAFKA_VERSION,
+        help=f"Kafka of the shared cluster (default {DEFAULT_KAFKA_VERSION})",
+    )
+    hunt.add_argument("--duration", type=float, default=60.0, help="seconds per run (default 60)")
+    hunt.add_argument("--spark-master", default=None, help="Spark master (default local[*])")
+
     images = sub.add_parser("images", help="container images for --backend containers")
     images_sub = images.add_subparsers(dest="images_command", required=True, parser_class=_Parser)
     build = images_sub.add_parser("build", help="build eoschaos/kafka:<version> without a registry")
@@ -436,6 +462,24 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     return EXIT_OK if met else EXIT_FAIL
 
 
+def cmd_hunt(args: argparse.Namespace) -> int:
+    from eoschaos.matrix.hunt import HUNT_FILE, HuntPlan, run_hunt
+    from eoschaos.matrix.runner import InfrastructureFailed
+
+    plan = HuntPlan(
+        workloads=tuple(name.strip() for name in args.workloads.split(",") if name.strip()),
+        kafka_version=args.kafka_version,
+        duration=args.duration,
+        faults=tuple(f.strip() for f in args.faults.split(",")) if args.faults else FAULTS,
+    )
+    try:
+        summary = run_hunt(plan, args.out.resolve(), args.hours, spark_master=args.spark_master)
+    except InfrastructureFailed as exc:
+        raise EoschaosError(f"{exc} (judged runs are kept; rerun with the same --out)") from None
+    print(args.out.resolve() / HUNT_FILE)
+    return EXIT_FAIL if summary["failures"] or summary["errors"] else EXIT_OK
+
+
 def cmd_images(args: argparse.Namespace) -> int:
     from eoschaos.clusters import kafka_dist
     from eoschaos.clusters.images import build_image
@@ -481,6 +525,7 @@ def main(argv: list[str] | None = None) -> int:
             "run": cmd_run,
             "check": cmd_check,
             "matrix": cmd_matrix,
+            "hunt": cmd_hunt,
             "images": cmd_images,
         }[args.subcommand]
         return handler(args)

@@ -3,7 +3,8 @@
 spec reads and checks the matrix file; runner runs its cell runs on shared clusters and keeps
 the ledger (results.jsonl); junit, nights and index turn the ledger into what CI and a reviewer
 read. Exit code: 0 every cell run met its expectation, 1 any did not (or errored), 2 bad input
-or the infrastructure failed.
+or the infrastructure failed. hunt (`eoschaos hunt`) runs drawn cells on the same runner until a
+time budget is spent, and shrinks the schedule of each that fails.
 """
 
 from __future__ import annotations

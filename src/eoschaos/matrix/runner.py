@@ -83,24 +83,24 @@ def run_matrix(
     try:
         for version in dict.fromkeys(run.kafka_version for run in pending):
             group = [run for run in pending if run.kafka_version == version]
-            with _SharedCluster(out, version, group, progress) as shared:
+            with SharedCluster(out, version, group, progress) as shared:
                 for run in group:
                     if deadline is not None and time.monotonic() >= deadline:
                         outcome.not_run.append(run)
                         continue
-                    row = _run_cell(run, len(rows) + 1, out, shared, judge, progress)
-                    _append(out, row)
+                    row = run_cell(run, len(rows) + 1, out, shared, judge, progress)
+                    append_row(out, row)
                     rows.append(row)
     finally:
         judge.stop()
     return outcome
 
 
-def _run_cell(
+def run_cell(
     run: CellRun,
     number: int,
     out: Path,
-    shared: _SharedCluster,
+    shared: SharedCluster,
     judge: WarmJudge,
     progress: Callable[[str], None],
 ) -> dict[str, Any]:
@@ -185,14 +185,14 @@ def _fresh_run_dir(out: Path, run: CellRun) -> Path:
     return run_dir
 
 
-def _append(out: Path, row: dict[str, Any]) -> None:
+def append_row(out: Path, row: dict[str, Any]) -> None:
     with (out / RESULTS_FILE).open("a") as ledger:
         ledger.write(json.dumps(row, default=str) + "\n")
         ledger.flush()
         os.fsync(ledger.fileno())
 
 
-class _SharedCluster:
+class SharedCluster:
     """The cluster of one Kafka version, started when its first cell run needs it."""
 
     def __init__(
@@ -210,7 +210,7 @@ class _SharedCluster:
         self._starts = 0
         self._start_seconds = 0.0
 
-    def __enter__(self) -> _SharedCluster:
+    def __enter__(self) -> SharedCluster:
         return self
 
     def __exit__(self, *exc: object) -> None:
