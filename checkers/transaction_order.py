@@ -8,6 +8,11 @@ to one output partition must land at increasing offsets. Offsets alone cannot sa
 transaction's sends to several partitions have no common offset order, and an out-of-order
 read looks like an out-of-order send.
 
+Only whole transactions are judged: those with every one of their sends (`txn_size` places)
+in the final committed scan. A transaction torn by a stale commit, that landed some of its
+partitions' records and not the others, shows gaps that no read or send made; what tore it is
+delivery.torn-transaction's and isolation.aborted-read's business.
+
 Another transaction's committed record between two consecutive sends of one transaction to
 a partition is Jepsen's int-send-skip: normal in Kafka, whose transactions do not isolate
 their appends, so it is counted for information under its own name, not judged.
@@ -60,9 +65,14 @@ def transaction_order_findings(history: History) -> DataFrame:
         F.col("offset").alias("src_offset"),
         F.col("position").alias("src_position"),
     )
-    sent = placed.where(
-        F.col("topic").isin(*history.topics.written) & txn_known() & F.col("txn_index").isNotNull()
-    ).join(inputs, ["src_partition", "src_offset"], "left")
+    # Judged after the join, in the shuffle by transaction that the order windows use.
+    sent = _whole_transactions(
+        placed.where(
+            F.col("topic").isin(*history.topics.written)
+            & txn_known()
+            & F.col("txn_index").isNotNull()
+        ).join(inputs, ["src_partition", "src_offset"], "left")
+    )
     # One shuffle by transaction; each order is a sort inside it, and a row's predecessor
     # counts only in the same input (output) partition.
     as_read = Window.partitionBy(*TXN_KEY_FIELDS).orderBy("src_partition", "txn_index", "offset")
@@ -143,3 +153,13 @@ def transaction_order_findings(history: History) -> DataFrame:
             skipped=skipped_outputs,
         ),
     )
+
+
+def _whole_transactions(sent: DataFrame) -> DataFrame:
+    """The rows of transactions whose distinct places number their `txn_size`. The count is
+    a dense rank by place, so a send appended twice counts once, and a transaction's rows
+    stay in the shuffle by transaction that the order windows use."""
+    by_txn = Window.partitionBy(*TXN_KEY_FIELDS)
+    places = sent.withColumn("places", F.dense_rank().over(by_txn.orderBy("txn_index")))
+    whole = F.max("places").over(by_txn) == F.max("txn_size").over(by_txn)
+    return places.withColumn("whole", whole).where("whole").drop("places", "whole")

@@ -25,8 +25,17 @@ INPUT_RECORDS = 8  # input partition 0, offsets 0..7, id = offset
 IN_TRANSACTION = [INT_NONMONOTONIC_POLL, INT_POLL_SKIP, INT_NONMONOTONIC_SEND]
 
 
-def write_run(run_dir: Path, outputs: list[tuple[int, int | None, int, int]]) -> Path:
-    """outputs: (txn_seq of instance 0, txn_index, output offset on partition 0, input offset)."""
+def write_run(
+    run_dir: Path,
+    outputs: list[tuple[int, int | None, int, int]],
+    sizes: dict[int, int] | None = None,
+) -> Path:
+    """outputs: (txn_seq of instance 0, txn_index, output offset on partition 0, input offset).
+    A transaction's size is the number of its distinct places unless `sizes` says otherwise."""
+    places: dict[int, set[int | None]] = {}
+    for seq, index, _, _ in outputs:
+        places.setdefault(seq, set()).add(index)
+    size = {seq: len(indexes) for seq, indexes in places.items()} | (sizes or {})
     run_dir.mkdir(parents=True)
     write_manifest(run_dir, {"workload": "kip447", "mode": "eos", "input_topic": INPUT})
     with HistoryWriter(run_dir, FINAL_COMMITTED) as scan:
@@ -46,6 +55,7 @@ def write_run(run_dir: Path, outputs: list[tuple[int, int | None, int, int]]) ->
                 instance=0,
                 incarnation=1,
                 txn_seq=seq,
+                txn_size=size[seq],
                 txn_id="kip447-0",
                 txn_index=index,
                 fate="commit",
@@ -53,8 +63,8 @@ def write_run(run_dir: Path, outputs: list[tuple[int, int | None, int, int]]) ->
     return run_dir
 
 
-def found(spark, tmp_path: Path, outputs) -> dict[str, tuple[int, dict[str, int]]]:
-    history = load_history(spark, write_run(tmp_path / "run", outputs))
+def found(spark, tmp_path: Path, outputs, sizes=None) -> dict[str, tuple[int, dict[str, int]]]:
+    history = load_history(spark, write_run(tmp_path / "run", outputs, sizes))
     return {
         name: (entry.count, entry.counts)
         for name, entry in tally(transaction_order_findings(history), 10).items()
@@ -83,6 +93,13 @@ def test_an_input_record_stepped_over_is_int_poll_skip(spark, tmp_path):
     outputs = [(0, 0, 0, 0), (0, 1, 1, 3), (1, 0, 2, 1), (1, 1, 3, 2)]
     result = found(spark, tmp_path, outputs)
     assert result == {INT_POLL_SKIP.name: (1, {})}
+
+
+def test_a_torn_transaction_is_not_judged(spark, tmp_path):
+    # transaction 0 sent 3 records (input 0, 1, 2); a stale commit made visible the copies of
+    # 0 and 2 only, and transaction 1 wrote all three again: the gap at input 1 is the tear's
+    outputs = [(0, 0, 0, 0), (0, 2, 1, 2), (1, 0, 2, 0), (1, 1, 3, 1), (1, 2, 4, 2)]
+    assert found(spark, tmp_path, outputs, sizes={0: 3}) == {}
 
 
 def test_a_later_send_at_a_lower_offset_is_int_nonmonotonic_send(spark, tmp_path):

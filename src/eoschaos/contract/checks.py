@@ -245,7 +245,8 @@ NONMONOTONIC_SEND = CheckSpec(
     jepsen=(JepsenName("nonmonotonic-send"),),
 )
 # Jepsen's int-* family: order inside one committed transaction of a processor, by the place
-# each record's copy holds among the transaction's sends (it sends in the order it read).
+# each record's copy holds among the transaction's sends (it sends in the order it read). Only
+# whole transactions are judged: a torn one's gaps are the tear's, not the processor's.
 _IN_TRANSACTION = (
     Evidence.TRANSACTIONS,
     Evidence.TRANSACTION_HISTORY,
@@ -254,7 +255,8 @@ _IN_TRANSACTION = (
 )
 INT_NONMONOTONIC_POLL = CheckSpec(
     "isolation.int-nonmonotonic-poll",
-    "Within one committed transaction, the processor read an input partition out of order: a "
+    "Within one whole committed transaction (every send of it in the final committed "
+    "scan), the processor read an input partition out of order: a "
     "record it sent later came from an input offset at or below that of the record it sent "
     "just before from that partition.",
     Pass.TRANSACTION_ORDER,
@@ -266,7 +268,8 @@ INT_NONMONOTONIC_POLL = CheckSpec(
 )
 INT_POLL_SKIP = CheckSpec(
     "isolation.int-poll-skip",
-    "Within one committed transaction, the processor stepped over input records: two records "
+    "Within one whole committed transaction (every send of it in the final committed "
+    "scan), the processor stepped over input records: two records "
     "it sent one after the other from one input partition came from offsets with records of "
     "the final committed input scan between them.",
     Pass.TRANSACTION_ORDER,
@@ -278,7 +281,8 @@ INT_POLL_SKIP = CheckSpec(
 )
 INT_NONMONOTONIC_SEND = CheckSpec(
     "isolation.int-nonmonotonic-send",
-    "Within one committed transaction, a record landed at a lower offset of an output "
+    "Within one whole committed transaction (every send of it in the final committed "
+    "scan), a record landed at a lower offset of an output "
     "partition than the record the transaction sent there just before it.",
     Pass.TRANSACTION_ORDER,
     _IN_TRANSACTION,
