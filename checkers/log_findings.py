@@ -69,18 +69,26 @@ BUCKET = 64
 
 
 def judge_log_transactions(
-    log_txns: DataFrame, pieces: DataFrame, torn: bool | None
+    log_txns: DataFrame,
+    pieces: DataFrame,
+    torn: bool | None,
+    outside: DataFrame | None = None,
 ) -> tuple[list[dict[str, Any]], list[Found]]:
     """The logs' transaction table (`transaction_table`), collected once (a row per
     transaction), and what the checks of whole transactions find on it on the driver:
     older-epoch commits, hanging transactions (with the output's unmarked pieces, among
     `pieces`: `output_pieces`) and, where `torn` is set (whether the output holds copies of
-    the input), torn ones."""
+    the input), torn ones, with the transactions that consumed input whose copies others
+    wrote (`outside`: `outside_copies`, a row per such transaction)."""
     table = [row.asDict(recursive=True) for row in log_txns.collect()]
     unmarked = [row.asDict() for row in pieces.filter(F.col("fate") == OPEN).collect()]
     found = older_epoch_found(table) + unfinished_found(table) + unmarked_found(unmarked)
     if torn is not None:
-        found += torn_found(table, torn)
+        elsewhere = {
+            (row["txn_id"], row["txn_seq"]): row.asDict(recursive=True)
+            for row in (outside.collect() if outside is not None else [])
+        }
+        found += torn_found(table, torn, elsewhere)
     return table, found
 
 
@@ -108,10 +116,16 @@ def _committed(txn: dict[str, Any]) -> bool:
     return txn["fate"] in COMMITTED_FATES
 
 
-def torn_found(txns: list[dict[str, Any]], output_is_copies: bool) -> list[Found]:
-    """One anomaly per torn transaction of the logs' table (collected), with what tore it."""
+def torn_found(
+    txns: list[dict[str, Any]],
+    output_is_copies: bool,
+    outside: dict[tuple[str, int], dict[str, Any]] | None = None,
+) -> list[Found]:
+    """One anomaly per torn transaction of the logs' table (collected), with what tore it;
+    `outside`: (txn_id, txn_seq) -> the input it consumed whose copies it did not write."""
     found = []
     for txn in txns:
+        elsewhere = (outside or {}).get((txn["txn_id"], txn["txn_seq"]))
         fates = {*txn["output_fates"], *txn["offset_fates"]}
         wrote = (txn["output_committed"] or 0) > 0
         split = COMMIT in fates and ABORT in fates
@@ -123,6 +137,11 @@ def torn_found(txns: list[dict[str, Any]], output_is_copies: bool) -> list[Found
             how = "it committed output but no offsets of the input"
         elif no_output and output_is_copies:
             how = "it committed input offsets but no output for that input"
+        elif elsewhere and _committed(txn) and output_is_copies:
+            how = (
+                f"it committed input offsets over {elsewhere['ids']} records whose copies it "
+                "did not write: another producer, or none in a transaction, wrote them"
+            )
         else:
             continue
         example = _table_transaction(txn) | {
@@ -133,6 +152,8 @@ def torn_found(txns: list[dict[str, Any]], output_is_copies: bool) -> list[Found
             "output": txn["output"],
             "offsets": txn["offsets"],
         }
+        if elsewhere:
+            example["written_outside"] = elsewhere["examples"]
         found.append(Found(TORN_TRANSACTION.name, txn["began"], example, txn["txn_id"]))
     return found
 

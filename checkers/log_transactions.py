@@ -160,7 +160,9 @@ def producer_rows(
         F.lit(OFFSET_COMMIT).alias("f"),
         "producer_id",
         "marker_ms",
-        F.struct("group", "partition", "offset", "previous", "advanced", "fate").alias("commit"),
+        F.struct("group", "topic", "partition", "offset", "previous", "advanced", "fate").alias(
+            "commit"
+        ),
         "fate",
         "advanced",
     )

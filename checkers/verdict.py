@@ -55,6 +55,7 @@ from eoschaos.checkers.log_transactions import (
 )
 from eoschaos.checkers.log_transactions import transaction_table as log_transaction_table
 from eoschaos.checkers.offset_commits import offset_commit_findings
+from eoschaos.checkers.outside_copies import outside_copies
 from eoschaos.checkers.raw_records import attach_raw_records
 from eoschaos.checkers.realtime_lag import (
     first_reads,
@@ -341,7 +342,8 @@ def _log_transactions(
     client history, the two sides' agreement. Nothing without the brokers' logs."""
     if log_txns is None or log_rows is None or pieces is None:
         return {}, {}
-    table, found = judge_log_transactions(log_txns, pieces, torn)
+    outside = outside_copies(history, history.kind(LOG_BATCH_KIND), log_txns) if torn else None
+    table, found = judge_log_transactions(log_txns, pieces, torn, outside)
     log_counts = fate_counts(table)
     fates = Counter()
     for row in log_counts:

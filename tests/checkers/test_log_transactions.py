@@ -30,6 +30,7 @@ from eoschaos.checkers.verdict import check_run
 from eoschaos.contract.checks import CATALOGUE
 from eoschaos.contract.history import (
     CONSUMER_OFFSETS_TOPIC,
+    FINAL_COMMITTED,
     LOG_ABORTED,
     LOG_BATCH,
     LOG_BATCH_KIND,
@@ -217,10 +218,13 @@ def synthetic_run(spark, tmp_path_factory) -> Path:
 def judged(spark, synthetic_run, tmp_path):
     """The whole verdict of the synthetic run with the pipeline's log rows added."""
 
-    def judge(pipeline: Pipeline) -> dict:
+    def judge(pipeline: Pipeline, scan: list[dict] = ()) -> dict:
+        """`scan`: reads the final committed scan holds besides the synthetic run's."""
         run_dir = shutil.copytree(synthetic_run, tmp_path / "run")
         with (run_dir / HISTORY_DIR / f"{LOG_BATCHES}.jsonl").open("a") as log:
             log.writelines(json.dumps(row) + "\n" for row in pipeline.rows)
+        with (run_dir / HISTORY_DIR / f"{FINAL_COMMITTED}.jsonl").open("a") as final:
+            final.writelines(json.dumps(row) + "\n" for row in scan)
         return check_run(spark, run_dir, lineage=False)
 
     return judge
@@ -319,6 +323,74 @@ def test_offsets_committed_with_no_output_for_the_input_they_consumed_is_torn(ju
     assert torn["examples"][0]["torn"] == "it committed input offsets but no output for that input"
     [commit] = torn["examples"][0]["offsets"]
     assert (commit["partition"], commit["advanced"]) == (IN_PARTITION, 10)
+
+
+FIRST_ID = 90_000_000  # the ids of these transactions' input, above the synthetic run's
+
+
+def _read(topic: str, partition: int, offset: int, id_: int) -> dict:
+    return {
+        "kind": "read",
+        "type": "ok",
+        "f": "poll",
+        "process": FINAL_COMMITTED,
+        "time": RECORDED_AT,
+        "topic": topic,
+        "partition": partition,
+        "offset": offset,
+        "id": id_,
+    }
+
+
+def _copied(transactions: int, plain: int = 0) -> tuple[Pipeline, list[dict]]:
+    """`transactions` transactions of 10 records each, and the final scan of their input and
+    output: each input record's copy, the last `plain` of the last transaction's written by
+    another producer outside any transaction (that transaction writes the others)."""
+    pipeline = Pipeline()
+    pipeline.start_session()
+    scan = []
+    for k in range(transactions):
+        last = k == transactions - 1
+        ids = range(FIRST_ID + 10 * k, FIRST_ID + 10 * k + 10)
+        inside = list(ids)[: 10 - plain] if last else list(ids)
+        scan += [
+            _read(INPUT_TOPIC, IN_PARTITION, pipeline.input_at + j, id_)
+            for j, id_ in enumerate(ids)
+        ]
+        scan += [
+            _read(OUTPUT_TOPIC, OUT_PARTITION, pipeline.output_at + j, id_)
+            for j, id_ in enumerate(inside)
+        ]
+        pipeline.transaction(records=len(inside))
+    at = pipeline.output_at
+    for j, id_ in enumerate(
+        range(FIRST_ID + 10 * transactions - plain, FIRST_ID + 10 * transactions)
+    ):
+        params = {"last_offset": at + j, "producer_id": 7, "transactional": False, "control": False}
+        pipeline.rows.append(
+            _row(
+                LOG_BATCH, RECORDED_AT, OUTPUT_TOPIC, OUT_PARTITION, at + j, count=1, params=params
+            )
+        )
+        scan.append(_read(OUTPUT_TOPIC, OUT_PARTITION, at + j, id_))
+    return pipeline, scan
+
+
+def test_input_whose_copies_its_transaction_wrote_is_not_torn(judged):
+    verdict = judged(*_copied(2))
+    assert verdict["checks"][TORN]["verdict"] == "PASS"
+
+
+def test_input_a_transaction_consumed_whose_copies_no_transaction_wrote_is_torn(judged):
+    verdict = judged(*_copied(2, plain=2))
+    torn = verdict["checks"][TORN]
+    assert (torn["verdict"], torn["count"]) == ("FAIL", 1)
+    [example] = torn["examples"]
+    assert example["torn"].startswith("it committed input offsets over 2 records whose copies")
+    first = example["written_outside"][0]
+    assert (first["id"], first["input"]["offset"]) == (FIRST_ID + 18, INPUT_START + 18)
+    [copy] = first["copies"]
+    assert (copy["producer_id"], copy["transactional"]) == (7, False)
 
 
 def test_markers_that_disagree_within_one_transaction_are_torn(judged_logs):

@@ -164,8 +164,9 @@ TORN_TRANSACTION = CheckSpec(
     "delivery.torn-transaction",
     "A transaction the coordinator committed was not whole, per the brokers' logs: it "
     "committed output but no offsets of the input, or (output of copies) committed offsets "
-    "that moved an input partition forward with no output, or its markers disagreed. Read "
-    "from the logs, for any transactional pipeline.",
+    "that moved an input partition forward with no output, or over input records whose "
+    "every committed copy another producer or no transaction wrote, or its markers "
+    "disagreed. Read from the logs, for any transactional pipeline.",
     Pass.LOG_TRANSACTIONS,
     (
         Evidence.TRANSACTIONS,
@@ -174,7 +175,8 @@ TORN_TRANSACTION = CheckSpec(
         Evidence.OFFSET_COMMITS,
     ),
     look="the example's output ranges and offsets: a pipeline that commits its offsets "
-    "outside its transaction (a plain commit, or none), or that sends no offsets with output",
+    "outside its transaction (a plain commit, or none), or that sends no offsets with output; "
+    "`written_outside`: input whose copies a producer of its own wrote (an error handler's)",
 )
 ABORTED_OFFSET_READ = CheckSpec(
     "isolation.aborted-offset-read",
