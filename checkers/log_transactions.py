@@ -126,11 +126,17 @@ def offset_commits(log: DataFrame) -> DataFrame:
 def topic_batches(log: DataFrame, topic: str) -> DataFrame:
     """The data batches of `topic` as the brokers wrote them, transactional or not: partition,
     offset range, producer id, whether transactional, and create time (ms)."""
+    return data_batches(log, (topic,)).drop("topic")
+
+
+def data_batches(log: DataFrame, topics: Iterable[str]) -> DataFrame:
+    """`topic_batches` of each of `topics`, in one pass, with their topic."""
     return (
-        log.filter((F.col("f") == LOG_BATCH) & (F.col("topic") == topic))
-        .select("partition", "offset", F.from_json("params", _PARAMS).alias("p"))
+        log.filter((F.col("f") == LOG_BATCH) & F.col("topic").isin(*topics))
+        .select("topic", "partition", "offset", F.from_json("params", _PARAMS).alias("p"))
         .filter(~F.coalesce("p.control", F.lit(False)))
         .select(
+            "topic",
             "partition",
             "offset",
             "p.last_offset",

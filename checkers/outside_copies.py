@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from eoschaos.checkers.log_transactions import COMMIT, COMMITTED_FATES
-from eoschaos.contract.history import FINAL_COMMITTED, LOG_BATCH
+from eoschaos.checkers.log_transactions import COMMIT, COMMITTED_FATES, data_batches
+from eoschaos.contract.history import FINAL_COMMITTED
 
 if TYPE_CHECKING:
     from eoschaos.checkers.history_io import History
@@ -42,11 +42,7 @@ def outside_copies(history: History, log: DataFrame, log_txns: DataFrame) -> Dat
     consumed = _consumed(scan.where(F.col("topic").isin(*topics.inputs)), log_txns)
     copies = _written_by(
         scan.where(F.col("topic").isin(*topics.written) & F.col("id").isNotNull()),
-        log.where(
-            (F.col("f") == LOG_BATCH)
-            & F.col("topic").isin(*topics.written)
-            & ~F.coalesce(F.get_json_object("params", "$.control").cast("boolean"), F.lit(False))
-        ),
+        data_batches(log, topics.written),
     )
     inside = F.coalesce(F.col("writer") == F.col("producer_id"), F.lit(False))
     per_id = (
@@ -96,20 +92,14 @@ def _consumed(inputs: DataFrame, log_txns: DataFrame) -> DataFrame:
 
 
 def _written_by(copies: DataFrame, batches: DataFrame) -> DataFrame:
-    """Each output record of the final scan with its batch's producer (`writer`, null for a
-    batch outside any transaction) and whether a batch was found for it (`transactional`
-    null: none recorded holds its offset, so it is not judged)."""
+    """Each output record of the final scan with its batch's (`batches`: `data_batches`)
+    producer (`writer`, null for a batch outside any transaction) and whether a batch was
+    found for it (`transactional` null: none recorded holds its offset, so it is not judged)."""
     headers = batches.select(
         "topic",
         "partition",
         "offset",
-        F.struct(
-            F.get_json_object("params", "$.last_offset").cast("long").alias("last_offset"),
-            F.get_json_object("params", "$.producer_id").cast("long").alias("producer_id"),
-            F.coalesce(
-                F.get_json_object("params", "$.transactional").cast("boolean"), F.lit(False)
-            ).alias("transactional"),
-        ).alias("batch"),
+        F.struct("last_offset", "producer_id", "transactional").alias("batch"),
     )
     placed = _as_of(
         copies.select("topic", "partition", "offset", "id"),
