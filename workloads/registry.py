@@ -78,12 +78,17 @@ KINDS = {
 }
 
 
+def kind_of(name: str) -> WorkloadKind:
+    """The workload named `name`; an unknown name is refused with the names there are."""
+    if name not in KINDS:
+        raise EoschaosError(f"unknown workload {name!r}; choose from {', '.join(KINDS)}")
+    return KINDS[name]
+
+
 def check_options(config: PipelineConfig) -> None:
     """Bad input is refused before anything starts."""
     name, mode, command = config.workload, config.mode, config.command
-    if name not in KINDS:
-        raise EoschaosError(f"unknown workload {name!r}; choose from {', '.join(KINDS)}")
-    kind = KINDS[name]
+    kind = kind_of(name)
     if mode not in kind.modes:
         raise EoschaosError(
             f"unknown mode {mode!r} for {name}; choose from {', '.join(kind.modes)}"

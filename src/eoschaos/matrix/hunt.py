@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +32,7 @@ from eoschaos.contract.rundir import SCHEDULE_FILE
 from eoschaos.matrix.runner import SharedCluster, append_row, read_results, run_cell
 from eoschaos.matrix.spec import CellRun, Expectation
 from eoschaos.run import WarmJudge
-from eoschaos.workloads.registry import KINDS
+from eoschaos.workloads.registry import kind_of
 
 HUNT_FILE = "hunt.json"
 MINIMAL_DIR = "minimal"
@@ -50,7 +51,7 @@ class HuntPlan:
 
     def draw(self, workload: str, seed: int) -> CellRun:
         """The run of `workload` in its correct mode under `seed`'s random schedule."""
-        options = {"workload": workload, "mode": KINDS[workload].modes[0]}
+        options = {"workload": workload, "mode": kind_of(workload).modes[0]}
         options |= {"faults": ",".join(self.faults), "duration": self.duration}
         return CellRun(f"{DRAW}-{workload}", self.kafka_version, seed, options, Expectation("PASS"))
 
@@ -59,10 +60,6 @@ class HuntPlan:
         if not self.workloads:
             raise EoschaosError("a hunt needs at least one workload")
         for workload in self.workloads:
-            if workload not in KINDS:
-                raise EoschaosError(
-                    f"unknown workload {workload!r}; choose from {', '.join(KINDS)}"
-                )
             self.draw(workload, 1).config("check")
 
 
@@ -182,9 +179,7 @@ def hunt_summary(rows: list[dict[str, Any]], out: Path) -> dict[str, Any]:
     shrink finished) and the command that replays it, and every draw that could not be judged
     (ERROR: the harness's, not the pipeline's)."""
     draws = [row for row in rows if "shrinking" not in row]
-    per_workload: dict[str, int] = {}
-    for row in draws:
-        per_workload[row["workload"]] = per_workload.get(row["workload"], 0) + 1
+    per_workload = Counter(row["workload"] for row in draws)
     errors = [
         {"draw": row["key"], "reason": row.get("reason", "")}
         for row in draws
@@ -192,7 +187,7 @@ def hunt_summary(rows: list[dict[str, Any]], out: Path) -> dict[str, Any]:
     ]
     return {
         "draws": len(draws),
-        "per_workload": per_workload,
+        "per_workload": dict(per_workload),
         "failures": _failures(draws, out),
         "errors": errors,
     }
