@@ -117,8 +117,7 @@ def eoschaos_run(
         )
         base = pytestconfig.getoption("eoschaos_runs")
         if base:
-            run_dir = Path(base) / f"run-{suffix}"
-            run_dir.mkdir(parents=True)
+            run_dir = unused_run_dir(Path(base), f"run-{suffix}")
         else:
             run_dir = tmp_path_factory.mktemp(f"run-{suffix}")
         record_on_cluster(config, run_dir, eoschaos_cluster.run_dir)
@@ -134,3 +133,18 @@ def eoschaos_run(
         return {**verdict, "run_dir": str(run_dir), "report": str(run_dir / REPORT_FILE)}
 
     return run
+
+
+def unused_run_dir(base: Path, name: str) -> Path:
+    """A new directory BASE/NAME, or NAME.2, NAME.3, ...: run numbers restart with each pytest
+    session, and a run kept in --eoschaos-runs by an earlier session must neither stop this one
+    nor be overwritten by it."""
+    base.mkdir(parents=True, exist_ok=True)
+    candidate, attempt = base / name, 1
+    while True:
+        try:
+            candidate.mkdir()
+            return candidate
+        except FileExistsError:
+            attempt += 1
+            candidate = base / f"{name}.{attempt}"
