@@ -7,9 +7,11 @@ Topology (docs/containers.md has the reasoning):
                                             ├─ Toxiproxy (host process) ─► 127.0.0.1:<real port>
     node ──► <gateway>:<peer proxy> ───────┘   published by the runtime ─► container:<real port>
 
-- One network per cluster, made with the runtime's CLI (`--disable-dns`, a fixed /24 subnet),
-  each node a plain `DockerContainer` with a static IP and MAC on it: a restarted node is
-  reachable at once (no stale ARP, no DNS to wait for).
+- One network per cluster, made with the runtime's CLI (`--disable-dns`, a fixed /24 subnet).
+  Each node is two plain `DockerContainer`s: its *address container* holds the node's static IP
+  and MAC and its published ports for the whole run, and the broker container joins that
+  network namespace. A restarted node is reachable at once (no stale ARP, no DNS to wait for),
+  and a dead one refuses at once: its address never vanishes, so no dial into it black-holes.
 - Toxiproxy is the host binary of the process backend. Client proxies listen on 127.0.0.1;
   inter-broker and controller proxies listen on the network's gateway address, the host's side
   of the bridge, which is the only host address the containers can reach. Every proxy's upstream
@@ -24,12 +26,11 @@ Topology (docs/containers.md has the reasoning):
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import ipaddress
 import json
-import socket
 import subprocess
-import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -57,6 +58,10 @@ from eoschaos.contract.progress import progress_to_stderr
 
 RUN_LABEL = "eoschaos.run"
 NODE_LABEL = "eoschaos.node"
+ADDRESS_LABEL = "eoschaos.address"  # on a node's address container, whose netns the node joins
+# The JVM's own wait-forever (it waits until its pause file is gone): an image with nothing but
+# `java` in it, as ours, can keep a node's address up while the broker is down.
+_HOLD_ADDRESS = ["-XX:+UnlockDiagnosticVMOptions", "-XX:+PauseAtStartup"]
 PUBLIC_IMAGE = "docker.io/apache/kafka"
 # Candidate subnets: 10.213.0.0/24 .. 10.213.255.0/24, the first not in use is taken.
 _AUTO_SUBNETS = ipaddress.ip_network("10.213.0.0/16")
@@ -107,6 +112,7 @@ class ContainerCluster(ClusterBase):
         self.subnet: ipaddress.IPv4Network | None = None
         self.network_name = f"eoschaos-{run_digest(self.run_dir)}"
         self._containers: dict[int, Container] = {}
+        self._addresses: dict[int, Container] = {}
 
     # ----------------------------------------------------------------- addresses
 
@@ -126,6 +132,9 @@ class ContainerCluster(ClusterBase):
 
     def container_name(self, node_id: int) -> str:
         return f"{self.network_name}-node-{node_id}"
+
+    def address_name(self, node_id: int) -> str:
+        return f"{self.network_name}-address-{node_id}"
 
     # ----------------------------------------------------------------- lifecycle
 
@@ -162,7 +171,11 @@ class ContainerCluster(ClusterBase):
                     "subnet": str(self.subnet),
                     "gateway": self.gateway,
                     "nodes": {
-                        n: {"container": self.container_name(n), "ip": self.node_ip(n)}
+                        n: {
+                            "container": self.container_name(n),
+                            "address_container": self.address_name(n),
+                            "ip": self.node_ip(n),
+                        }
                         for n in self.spec.node_ids
                     },
                 },
@@ -275,10 +288,13 @@ class ContainerCluster(ClusterBase):
         self._say(message)
 
     def stop(self) -> None:
-        """Remove this cluster's containers and network, then stop Toxiproxy. Logs stay."""
+        """Remove this cluster's containers and network, then stop Toxiproxy. Logs stay.
+        The brokers go first: an address container cannot be removed while a node uses it."""
         with ThreadPoolExecutor(max_workers=max(1, len(self._containers))) as pool:
             list(pool.map(self._remove_container, list(self._containers)))
+            list(pool.map(_remove, self._addresses.values()))
         self._containers.clear()
+        self._addresses.clear()
         removed = _remove_labelled(self.runtime, self.run_dir) if self.runtime else []
         stopped = stop_run_dir(self.run_dir)
         if removed or stopped:
@@ -295,9 +311,9 @@ class ContainerCluster(ClusterBase):
             container.reload()
             if container.status == "paused":
                 container.unpause()  # a paused container cannot be stopped
-            container.remove(force=True, v=True)
         except NotFound:
-            pass
+            return
+        _remove(container)
 
     # ----------------------------------------------------------------- node operations
 
@@ -329,12 +345,10 @@ class ContainerCluster(ClusterBase):
         container = self._container(node_id)
         try:
             if container is None:
+                self._addresses[node_id] = self._create_address(node_id)
                 self._containers[node_id] = self._create_container(node_id)
             else:
                 container.start()
-                # Off since it stopped; on only now that its address (and the gateway the
-                # peer proxies listen on) exists again.
-                self._set_proxies(node_id, enabled=True)
         except APIError as exc:
             if "not found" in str(exc) and "java" in str(exc):
                 raise EoschaosError(
@@ -343,7 +357,47 @@ class ContainerCluster(ClusterBase):
                 ) from None
             raise
 
+    def _create_address(self, node_id: int) -> Container:
+        """The node's address for the whole run: its IP and MAC on the network and its
+        published ports, held by a JVM that only waits, in the node's own image.
+
+        While the broker container is down its ports refuse at once. Were the address the
+        broker container's own, it would vanish with it, and a dial in the moment after (the
+        runtime's port forwarding still in place) would be black-holed: SYNs unanswered until
+        the kernel gives up, ~2 min. Toxiproxy dials upstream in its accept loop, so one such
+        dial stalls its proxy, every later connection and every API call that touches it."""
+        from testcontainers.core.container import DockerContainer
+
+        assert self.image is not None
+        node_dir = self.node_dir(node_id)
+        pause_file = node_dir / "address.hold"
+        pause_file.touch()
+        container = (
+            DockerContainer(self.image)
+            .with_name(self.address_name(node_id))
+            .with_command([*_HOLD_ADDRESS, f"-XX:PauseAtStartupFile={pause_file}", "-version"])
+            .with_volume_mapping(str(node_dir), str(node_dir), "rw")
+            .with_kwargs(
+                entrypoint=["java"],
+                user="0",
+                hostname=f"node-{node_id}",
+                labels={RUN_LABEL: str(self.run_dir), ADDRESS_LABEL: str(node_id)},
+                network=self.network_name,
+                networking_config={
+                    self.network_name: {
+                        "IPAMConfig": {"IPv4Address": self.node_ip(node_id)},
+                        "MacAddress": self.node_mac(node_id),
+                    }
+                },
+            )
+        )
+        for port in self._published_ports(node_id):
+            container.ports[f"{port}/tcp"] = ("127.0.0.1", port)  # type: ignore[assignment]
+        container.start()
+        return container.get_wrapped_container()
+
     def _create_container(self, node_id: int) -> Container:
+        """The broker, in its address container's network namespace."""
         from testcontainers.core.container import DockerContainer
 
         assert self.plan is not None and self.image is not None
@@ -366,19 +420,10 @@ class ContainerCluster(ClusterBase):
             .with_kwargs(
                 entrypoint=["java"],
                 user="0",  # the data dirs on the host are root's; apache/kafka runs as appuser
-                hostname=f"node-{node_id}",
                 labels={RUN_LABEL: str(self.run_dir), NODE_LABEL: str(node_id)},
-                network=self.network_name,
-                networking_config={
-                    self.network_name: {
-                        "IPAMConfig": {"IPv4Address": self.node_ip(node_id)},
-                        "MacAddress": self.node_mac(node_id),
-                    }
-                },
+                network_mode=f"container:{self._addresses[node_id].id}",
             )
         )
-        for port in self._published_ports(node_id):
-            container.ports[f"{port}/tcp"] = ("127.0.0.1", port)  # type: ignore[assignment]
         container.start()
         return container.get_wrapped_container()
 
@@ -397,63 +442,21 @@ class ContainerCluster(ClusterBase):
         container = self._container(node_id)
         if container is None or container.status not in ("running", "paused"):
             return
-        self._set_proxies(node_id, enabled=False)
         if container.status == "paused":
             container.unpause()
         container.kill()
         container.wait(timeout=30)
 
     def stop_node(self, node_id: int, timeout: float = 30.0) -> bool:
-        """SIGTERM (controlled shutdown), SIGKILL after `timeout`. True if it exited on TERM.
-
-        The peer proxies stay on until the node has closed its listeners: a controlled
-        shutdown needs its peers (followers fetching from it, the quorum committing its
-        leadership moves), and with them cut off it never finishes. They go off before the
-        container exits, while its ports still refuse rather than black-hole."""
+        """SIGTERM (controlled shutdown), SIGKILL after `timeout`. True if it exited on TERM."""
         container = self._container(node_id)
         if container is None or container.status not in ("running", "paused"):
             return True
-        for link in self.client_links():
-            self.set_link_enabled(node_id, link, False)
         if container.status == "paused":
             container.unpause()
-        deadline = time.monotonic() + timeout
-        container.kill(signal="SIGTERM")
-        self._await_listeners_closed(node_id, container, deadline)
-        self._set_proxies(node_id, enabled=False)
-        container.stop(timeout=max(1, round(deadline - time.monotonic())))
+        container.stop(timeout=max(1, round(timeout)))
         container.reload()
         return container.attrs["State"]["ExitCode"] != _SIGKILL_EXIT
-
-    def _await_listeners_closed(self, node_id: int, container: Container, deadline: float) -> None:
-        """Until no port the node publishes accepts a connection, or its container has exited.
-
-        The second condition is for runtimes whose published loopback ports are a userland
-        proxy (Docker's docker-proxy), which accepts for as long as the container runs."""
-        ports = self._published_ports(node_id)
-        while time.monotonic() < deadline:
-            container.reload()
-            if container.status != "running" or not any(_accepts(port) for port in ports):
-                return
-            time.sleep(0.1)
-
-    def _set_proxies(self, node_id: int, *, enabled: bool) -> None:
-        """Every proxy that dials this node: its client proxies and the peer proxies other
-        nodes reach it by.
-
-        A stopped container's published ports black-hole new connections (its address is
-        gone: SYNs go unanswered for ~2 min), and Toxiproxy dials upstream in its accept loop,
-        so one such dial stalls the whole proxy: every later connection waits behind it. A
-        peer proxy stalled that way once kept a restarted node from its controller for 2 min
-        14 s, past the broker's 60 s registration timeout, and it exited. So the proxies are
-        disabled before the node goes down (on a clean stop: once it has closed its listeners)
-        and enabled again once its container has started: peers and clients are refused at
-        once, as with a dead process.
-
-        Enabling waits for the container: a peer proxy listens on the network's gateway
-        address, which is gone while no container is attached to the network."""
-        for link in self.proxied_links(node_id):
-            self.set_link_enabled(node_id, link, enabled)
 
     def pause_node(self, node_id: int) -> None:
         """Freeze the container (cgroup freezer): sockets stay open, nothing answers."""
@@ -473,7 +476,7 @@ class ContainerCluster(ClusterBase):
         """Take the node off the network: peers, clients and controllers all lose it silently
         (packets vanish; connections hang until their timeouts), while the JVM runs on."""
         assert self.runtime is not None
-        self.runtime.run("network", "disconnect", self.network_name, self.container_name(node_id))
+        self.runtime.run("network", "disconnect", self.network_name, self.address_name(node_id))
 
     def connect_node(self, node_id: int) -> None:
         """Put the node back on the network at its own address and MAC."""
@@ -481,17 +484,12 @@ class ContainerCluster(ClusterBase):
         args = ["network", "connect", "--ip", self.node_ip(node_id)]
         if self.runtime.name == "podman":
             args += ["--mac-address", self.node_mac(node_id)]
-        self.runtime.run(*args, self.network_name, self.container_name(node_id))
+        self.runtime.run(*args, self.network_name, self.address_name(node_id))
 
 
-def _accepts(port: int) -> bool:
-    """Whether something accepts a connection on the published port right now. A port in the
-    black-holed moment of a container's teardown times out, which counts as not accepting."""
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-    except OSError:
-        return False
-    return True
+def _remove(container: Container) -> None:
+    with contextlib.suppress(NotFound):
+        container.remove(force=True, v=True)
 
 
 def _subnets_in_use(runtime: Runtime) -> list[ipaddress.IPv4Network]:
@@ -523,14 +521,21 @@ def _remove_labelled(runtime: Runtime, run_dir: Path | None) -> list[str]:
     `eoschaos run` directory keeps its cluster in `cluster/` and a matrix output one cluster per
     Kafka version: cleaning up the directory a user names must find them all."""
     removed: list[str] = []
-    containers = list(_labelled(runtime, CONTAINERS, run_dir))
-    for name in containers:
-        state = runtime.run("inspect", "--format", "{{.State.Status}}", name, check=False)
-        if state.stdout.strip() == "paused":
+    nodes, addresses = [], []  # the nodes first: an address container outlives its node's
+    role = '{{.State.Status}} {{index .Config.Labels "' + ADDRESS_LABEL + '"}}'
+    for name in _labelled(runtime, CONTAINERS, run_dir):
+        status, _, address_of = (
+            runtime.run("inspect", "--format", role, name, check=False)
+            .stdout.strip()
+            .partition(" ")
+        )
+        if status == "paused":
             runtime.run("unpause", name, check=False)
-    if containers:
-        runtime.run("rm", "-f", "-v", *containers, check=False, timeout=300)
-        removed += containers
+        (addresses if address_of.isdigit() else nodes).append(name)
+    for containers in (nodes, addresses):
+        if containers:
+            runtime.run("rm", "-f", "-v", *containers, check=False, timeout=300)
+            removed += containers
     for name in _labelled(runtime, NETWORKS, run_dir):
         if runtime.run("network", "rm", name, check=False).returncode == 0:
             removed.append(name)
