@@ -11,12 +11,12 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, Message, Producer, TopicPartition
 from quorum import until
 from test_cluster import _topic_led_by
 from test_nemesis import Aim, _event, _fault_history, _in_a_transaction
@@ -28,6 +28,9 @@ from eoschaos.clusters.process_backend import ProcessCluster
 from eoschaos.clusters.transaction_log import record_transaction_log
 from eoschaos.contract.history import LOG_BATCHES, HistoryWriter, instance_name
 from eoschaos.contract.rundir import HISTORY_DIR, write_manifest
+from eoschaos.workloads.harness.pipeline import PipelineConfig
+from eoschaos.workloads.kip447.config import ProcessorConfig
+from eoschaos.workloads.kip447.group_member import GroupMember
 from eoschaos.workloads.smoke import create_topic
 
 pytestmark = pytest.mark.cluster
@@ -273,12 +276,8 @@ class _KillableAim(Aim):
         self.killed.append(instance)
 
 
-def test_unstable_offset_fetch_is_retried_and_the_group_resumes_at_its_committed_offsets(
-    cluster, nemesis, tmp_path
-):
-    """The group's member fetches its offsets as after a rebalance, is told they are unstable
-    three times, and still starts at the committed offset 10 of each partition, not at the
-    earliest (auto.offset.reset) where "no offset" would put it."""
+def _group_committed_at_10(cluster: ProcessCluster) -> tuple[str, str]:
+    """A topic of 2 partitions of 20 records each, and a group with offset 10 committed on both."""
     topic, group = _topic(cluster, partitions=2), f"group-{uuid.uuid4().hex[:8]}"
     producer = _producer(cluster)
     for partition in (0, 1):
@@ -288,6 +287,27 @@ def test_unstable_offset_fetch_is_retried_and_the_group_resumes_at_its_committed
     committer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group})
     committer.commit(offsets=[TopicPartition(topic, p, 10) for p in (0, 1)], asynchronous=False)
     committer.close()
+    return topic, group
+
+
+def _first_offsets(consume: Callable[[], list[Message]], wait_s: float = 30) -> dict[int, int]:
+    """The offset of the first record read next of each of the 2 partitions, within `wait_s`."""
+    first: dict[int, int] = {}
+    deadline = time.monotonic() + wait_s
+    while len(first) < 2 and time.monotonic() < deadline:
+        for message in consume():
+            if not message.error():
+                first.setdefault(message.partition(), message.offset())
+    return first
+
+
+def test_unstable_offset_fetch_is_retried_and_the_group_resumes_at_its_committed_offsets(
+    cluster, nemesis, tmp_path
+):
+    """The group's member fetches its offsets as after a rebalance, is told they are unstable
+    three times, and still starts at the committed offset 10 of each partition, not at the
+    earliest (auto.offset.reset) where "no offset" would put it."""
+    topic, group = _group_committed_at_10(cluster)
     aim = _KillableAim(topic, group=group, instance_count=1)
     hurt = nemesis(aim)
     active = hurt.start(_event("unstable-offset-fetch", "instance:0", limit=3))
@@ -303,16 +323,77 @@ def test_unstable_offset_fetch_is_retried_and_the_group_resumes_at_its_committed
         }
     )
     member.subscribe([topic])
-    first: dict[int, int] = {}
     try:
-        deadline = time.monotonic() + 30
-        while len(first) < 2 and time.monotonic() < deadline:
-            for message in member.consume(100, timeout=0.5):
-                if not message.error():
-                    first.setdefault(message.partition(), message.offset())
+        first = _first_offsets(lambda: member.consume(100, timeout=0.5))
     finally:
         member.close()
     hurt.heal(active=active)
     assert first == {0: 10, 1: 10}
     params = _fault_params(tmp_path)
     assert params["effects"]["answered"] == 3 and params["took_effect"] is True
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        "UNSTABLE_OFFSET_COMMIT",
+        "COORDINATOR_LOAD_IN_PROGRESS",
+        "COORDINATOR_NOT_AVAILABLE",
+        "NOT_COORDINATOR",
+    ],
+)
+def test_a_rewind_told_its_offsets_are_not_available_yet_waits_for_them(cluster, tmp_path, error):
+    """A kip447 processor's rewind after an abort: its committed-offset fetch is answered with
+    an error three times, and it still seeks each partition to the committed offset 10, not to
+    the beginning where a missing offset would put it (99 input records processed twice)."""
+    topic, group = _group_committed_at_10(cluster)
+    pipeline = PipelineConfig(input_topic=topic, group=group)
+    config = ProcessorConfig(cluster.instance_bootstrap(0), str(tmp_path), pipeline)
+    history = HistoryWriter(tmp_path, instance_name(0, 0))
+    member = GroupMember(config, history, {"instance": 0, "incarnation": 0})
+    member.subscribe()
+    try:
+        assert _first_offsets(member.consume) == {0: 10, 1: 10}
+        rule = ProtocolRule(
+            "not-yet", api="OffsetFetch", action="answer", error=error, group=group, limit=3
+        )
+        cluster.kafka_proxy.add_rule(rule)
+        member.rewind()
+        assert cluster.kafka_proxy.rule(rule.id)["effects"]["answered"] == 3
+        assert _first_offsets(member.consume) == {0: 10, 1: 10}
+    finally:
+        member.close()
+        history.close()
+
+
+def test_librdkafka_never_fetches_partitions_whose_offset_fetch_a_moved_coordinator_answered(
+    cluster,
+):
+    """librdkafka #5586, as librdkafka 2.16 does it: a member's first offset fetch after its
+    assignment is answered NOT_COORDINATOR. It finds the coordinator again, but never asks for
+    the offsets again, so its partitions are never fetched while it stays in the group
+    (docs/findings.md). When a librdkafka upgrade fails this, the bug is fixed there: the
+    finding and this test go."""
+    topic, group = _group_committed_at_10(cluster)
+    rule = ProtocolRule(
+        "moved", api="OffsetFetch", action="answer", error="NOT_COORDINATOR", group=group, limit=1
+    )
+    cluster.kafka_proxy.add_rule(rule)
+    member = Consumer(
+        {
+            "bootstrap.servers": cluster.instance_bootstrap(0),
+            "group.id": group,
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+            "log_level": 3,
+        }
+    )
+    member.subscribe([topic])
+    try:
+        first = _first_offsets(lambda: member.consume(100, timeout=0.5), wait_s=15)
+        assignment = member.assignment()
+    finally:
+        member.close()
+    assert cluster.kafka_proxy.rule(rule.id)["effects"]["answered"] == 1
+    assert sorted(tp.partition for tp in assignment) == [0, 1]  # assigned, yet never read
+    assert first == {}

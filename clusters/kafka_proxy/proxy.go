@@ -130,19 +130,21 @@ func (c *conn) act(frame []byte) {
 				})
 			}
 		}
+	// Each effect is counted before the client can see it: a client that has its answer and
+	// then asks for the rule's effects must find them counted.
 	case actionDropResponse:
 		answered := c.answered(h, req)
-		c.forward(frame, expectation{drop: true, mute: true}, answered)
 		if answered {
 			rs.count(s, func(e *Effects) { e.DroppedResponses++ })
 		} else {
 			rs.count(s, func(e *Effects) { e.Skipped++ })
 		}
+		c.forward(frame, expectation{drop: true, mute: true}, answered)
 	case actionDuplicate:
 		answered := c.answered(h, req)
+		rs.count(s, func(e *Effects) { e.Duplicated++ })
 		c.forward(frame, expectation{}, answered)
 		c.forward(frame, expectation{drop: true}, answered)
-		rs.count(s, func(e *Effects) { e.Duplicated++ })
 	case actionAnswer:
 		resp := answer(req, s.ErrorCode)
 		switch {
@@ -152,8 +154,8 @@ func (c *conn) act(frame []byte) {
 		case !c.answered(h, req): // acks=0: the client awaits nothing, so nothing is sent
 			rs.count(s, func(e *Effects) { e.DroppedRequests++ })
 		default:
-			c.expect(expectation{answer: responseFrame(h, resp)})
 			rs.count(s, func(e *Effects) { e.Answered++ })
+			c.expect(expectation{answer: responseFrame(h, resp)})
 		}
 	}
 }
