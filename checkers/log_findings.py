@@ -73,13 +73,15 @@ def judge_log_transactions(
     pieces: DataFrame,
     torn: bool | None,
     outside: DataFrame | None = None,
+    offsets_in_transactions: bool = True,
 ) -> tuple[list[dict[str, Any]], list[Found]]:
     """The logs' transaction table (`transaction_table`), collected once (a row per
     transaction), and what the checks of whole transactions find on it on the driver:
     older-epoch commits, hanging transactions (with the output's unmarked pieces, among
     `pieces`: `output_pieces`) and, where `torn` is set (whether the output holds copies of
     the input), torn ones, with the transactions that consumed input whose copies others
-    wrote (`outside`: `outside_copies`, a row per such transaction)."""
+    wrote (`outside`: `outside_copies`, a row per such transaction); without
+    `offsets_in_transactions` only by their markers."""
     table = [row.asDict(recursive=True) for row in log_txns.collect()]
     unmarked = [row.asDict() for row in pieces.filter(F.col("fate") == OPEN).collect()]
     found = older_epoch_found(table) + unfinished_found(table) + unmarked_found(unmarked)
@@ -88,7 +90,7 @@ def judge_log_transactions(
             (row["txn_id"], row["txn_seq"]): row.asDict(recursive=True)
             for row in (outside.collect() if outside is not None else [])
         }
-        found += torn_found(table, torn, elsewhere)
+        found += torn_found(table, torn, elsewhere, offsets_in_transactions)
     return table, found
 
 
@@ -120,24 +122,31 @@ def torn_found(
     txns: list[dict[str, Any]],
     output_is_copies: bool,
     outside: dict[tuple[str, int], dict[str, Any]] | None = None,
+    offsets_in_transactions: bool = True,
 ) -> list[Found]:
     """One anomaly per torn transaction of the logs' table (collected), with what tore it;
-    `outside`: (txn_id, txn_seq) -> the input it consumed whose copies it did not write."""
+    `outside`: (txn_id, txn_seq) -> the input it consumed whose copies it did not write.
+
+    A pipeline that keeps its input offsets in checkpoints of its own (Flink) commits none in
+    its transactions and commits its group's offsets outside them, as its design says: its
+    transactions are judged by their markers alone."""
     found = []
     for txn in txns:
         elsewhere = (outside or {}).get((txn["txn_id"], txn["txn_seq"]))
         fates = {*txn["output_fates"], *txn["offset_fates"]}
         wrote = (txn["output_committed"] or 0) > 0
         split = COMMIT in fates and ABORT in fates
-        no_offsets = _committed(txn) and wrote and not txn["offsets_committed"] > 0
-        no_output = _committed(txn) and not wrote and (txn["input_advanced"] or 0) > 0
+        by_offsets = offsets_in_transactions and _committed(txn)
+        no_offsets = by_offsets and wrote and not txn["offsets_committed"] > 0
+        no_output = by_offsets and not wrote and (txn["input_advanced"] or 0) > 0
+        elsewhere = elsewhere if by_offsets else None
         if split:
             how = "its markers disagree: COMMIT in some partitions, ABORT in others"
         elif no_offsets:
             how = "it committed output but no offsets of the input"
         elif no_output and output_is_copies:
             how = "it committed input offsets but no output for that input"
-        elif elsewhere and _committed(txn) and output_is_copies:
+        elif elsewhere and output_is_copies:
             how = (
                 f"it committed input offsets over {elsewhere['ids']} records whose copies it "
                 "did not write: another producer, or none in a transaction, wrote them"

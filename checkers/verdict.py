@@ -189,11 +189,8 @@ def _judge(
                 parts.append(lag_findings(lags, history.manifest["max_lag"]))
     # Each pass's findings, the timeline, the log transactions' stats and the lineage of the
     # whole history read the cached tables and not each other's results: side by side.
-    torn = (
-        Capabilities.of_manifest(history.manifest).output_is_copies
-        if TORN_TRANSACTION.name in applicable
-        else None
-    )
+    capabilities = Capabilities.of_manifest(history.manifest)
+    torn = capabilities.output_is_copies if TORN_TRANSACTION.name in applicable else None
     run_timeline, lag, unseen, (log_stats, log_tallies), whole_lineage, *tallied = concurrently(
         spark,
         lambda: timeline(history, census, client_table),
@@ -204,7 +201,15 @@ def _judge(
             unseen_over_time(history, reads, census.start) if census.start is not None else None
         ),
         lambda: _log_transactions(
-            history, client_table, client_counts, log_txns, log_rows, pieces, torn, max_examples
+            history,
+            client_table,
+            client_counts,
+            log_txns,
+            log_rows,
+            pieces,
+            torn,
+            capabilities.offsets_in_transactions,
+            max_examples,
         ),
         lambda: history_lineage(history) if lineage else None,
         *on_driver,
@@ -333,17 +338,22 @@ def _log_transactions(
     log_rows: DataFrame | None,
     pieces: DataFrame | None,
     torn: bool | None,
+    offsets_in_transactions: bool,
     max_examples: int,
 ) -> tuple[dict[str, Any], dict[str, Tally]]:
     """The checks of the coordinators' transactions, judged on the driver from their table
     collected once (a row per transaction): older-epoch commits, hanging transactions (with
     the output's unmarked pieces) and, where `torn` is set (the output's copies or not), torn
-    ones. Their stats: the transactions by fate (COMMIT, ABORT, OPEN, ...) and, next to a
-    client history, the two sides' agreement. Nothing without the brokers' logs."""
+    ones (by their markers alone unless `offsets_in_transactions`). Their stats: the
+    transactions by fate (COMMIT, ABORT, OPEN, ...) and, next to a client history, the two
+    sides' agreement. Nothing without the brokers' logs."""
     if log_txns is None or log_rows is None or pieces is None:
         return {}, {}
-    outside = outside_copies(history, history.kind(LOG_BATCH_KIND), log_txns) if torn else None
-    table, found = judge_log_transactions(log_txns, pieces, torn, outside)
+    by_offsets = torn and offsets_in_transactions
+    outside = (
+        outside_copies(history, history.kind(LOG_BATCH_KIND), log_txns) if by_offsets else None
+    )
+    table, found = judge_log_transactions(log_txns, pieces, torn, outside, offsets_in_transactions)
     log_counts = fate_counts(table)
     fates = Counter()
     for row in log_counts:

@@ -14,7 +14,7 @@ import copier_image
 
 from eoschaos.clusters.container_runtime import require_runtime
 from eoschaos.contract.host import cache_root
-from eoschaos.workloads.streams.build import sources_digest
+from eoschaos.workloads.maven import sources_digest
 
 APP_DIR = Path(__file__).parent.parent / "workloads" / "orders_app"
 JVM = "java -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1"

@@ -141,6 +141,11 @@ def test_zero_brokers_is_a_usage_error(eoschaos):
         (["--workload", "copier", "--instances", "2"], "copier runs 6 instances for 6 partitions"),
         (["--id-from", "body"], "--id-from 'body' is not key, header:NAME or json:PATH"),
         (["--workload", "streams", "--mode", "x"], "unknown mode 'x' for streams"),
+        (["--workload", "flink", "--instances", "1"], "--instances 1 leaves no TaskManager"),
+        (
+            ["--workload", "flink", "--faults", "crash,isolate-instance"],
+            "isolate-instance work on an instance's own client lane",
+        ),
         (["--client-version", "3.9.2"], "--client-version is for --workload streams"),
         (["--workload", "streams", "--client-version", "3.9"], "'3.9' is not a Kafka version"),
         (["--start-timeout", "0"], "--start-timeout must be > 0 seconds"),

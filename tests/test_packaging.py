@@ -64,6 +64,8 @@ def test_a_wheel_carries_every_role_and_the_files_they_read(wheel):
     assert {f"eoschaos/{role}/__init__.py" for role in ROLES} <= names
     assert "eoschaos/clusters/log_configs/log4j2.properties" in names
     assert "eoschaos/workloads/streams/app/pom.xml" in names
+    assert "eoschaos/workloads/flink/job/pom.xml" in names
+    assert "eoschaos/workloads/flink/job/src/main/java/eoschaos/flink/Job.java" in names
 
 
 @pytest.mark.parametrize("role", ROLES)

@@ -262,6 +262,38 @@ SCENARIOS += [
         nightly=True,
     ),
     Scenario(
+        # A TaskManager killed (the job restored from its checkpoint on the slots left), a
+        # broker killed, then the JobManager killed (its next incarnation submits the job again
+        # from the newest completed checkpoint on disk), while input flows.
+        "flink-eos-crashes-kill",
+        {
+            "workload": "flink",
+            "schedule": [
+                FaultEvent(3.0, "crash", "instance:1", 0.0, {}),
+                FaultEvent(9.0, "kill", "broker:random", 6.0, {}),
+                FaultEvent(22.0, "crash", "instance:0", 0.0, {}),
+            ],
+            "duration": 35,
+            "records": 7000,
+        },
+        must_pass=(*BLACK_BOX, "aggregate.mismatch"),
+    ),
+    Scenario(
+        "flink-eos-kill-crash",
+        {"workload": "flink", "faults": "kill,crash", "duration": 30, "records": 6000},
+        must_pass=(*BLACK_BOX, "aggregate.mismatch"),
+        nightly=True,
+    ),
+    Scenario(
+        # AT_LEAST_ONCE: a restore replays what followed the last checkpoint into the output.
+        # The keyed state is restored with the checkpoint all the same: the aggregates hold.
+        "flink-alos-crash",
+        {"workload": "flink", "mode": "alos", "faults": "crash", "duration": 30, "records": 6000},
+        must_fail=("delivery.duplicate",),
+        must_pass=(*ALWAYS, "aggregate.mismatch"),
+        nightly=True,
+    ),
+    Scenario(
         # Crashes alone: a broker kill's heal was half this scenario's time, and CI has broker
         # kills under kip447 and Streams (the nightly matrix keeps the copier's kill,crash).
         "copier-eos-crash",

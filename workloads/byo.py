@@ -54,6 +54,9 @@ class CommandPipeline:
     def in_crash_window(self, state_dir: Path, since: float, output_end: Callable[[], int]) -> bool:
         return True  # any moment will do
 
+    def ready_for_input(self) -> bool:
+        return True  # input may wait in the topic while it starts
+
 
 class ImagePipeline(CommandPipeline):
     """Instances are containers of the user's image, `command` their arguments (none: the

@@ -15,6 +15,8 @@ from eoschaos.contract.capabilities import Capabilities
 from eoschaos.contract.errors import EoschaosError
 from eoschaos.contract.topics import MAX_TOPICS_PER_ROLE, topic_names
 from eoschaos.workloads import byo, copier
+from eoschaos.workloads.flink import pipeline as flink
+from eoschaos.workloads.flink.build import build_flink_job
 from eoschaos.workloads.harness.pipeline import PipelineConfig, PipelineWorkload
 from eoschaos.workloads.kip447.config import MODES as KIP447_MODES
 from eoschaos.workloads.kip447.workload import Kip447Workload
@@ -34,6 +36,8 @@ class WorkloadKind:
     records_transactions: bool = False  # its instances write `txn` history (ours do)
     assigns_transactional_ids: bool = True  # Streams derives its own
     transactionless_modes: tuple[str, ...] = ("alos",)
+    offsets_in_transactions: bool = True  # False: its input offsets live in its checkpoints
+    instance_lanes: bool = True  # each instance's clients connect through its own lane
 
     def capabilities(self, mode: str, *, expect: bool) -> Capabilities:
         """What a run of this kind in `mode` records; an --expect run's output is results."""
@@ -43,6 +47,7 @@ class WorkloadKind:
             transaction_history=self.records_transactions,
             output_is_copies=not expect,
             assigned_transactional_ids=transactions and self.assigns_transactional_ids,
+            offsets_in_transactions=self.offsets_in_transactions,
         )
 
 
@@ -72,6 +77,16 @@ KINDS = {
             2,
             "a stateful Kafka Streams app (re-key, aggregate, echo)",
             assigns_transactional_ids=False,
+        ),
+        WorkloadKind(
+            "flink",
+            flink.MODES,
+            3,
+            "a Flink job on a JobManager and TaskManagers, restored from its checkpoints",
+            start_timeout_s=120.0,
+            assigns_transactional_ids=False,
+            offsets_in_transactions=False,
+            instance_lanes=False,
         ),
         WorkloadKind("byo", byo.MODES, 3, "your own pipeline: --command, contract in docs/byo.md"),
     )
@@ -103,6 +118,8 @@ def check_options(config: PipelineConfig) -> None:
     if name != "byo" and config.pipeline_image:
         raise EoschaosError(f"--pipeline-image is for --workload byo, not {name}")
     _check_topics(config)
+    if name == "flink":
+        flink.check_instances(config.instances)
     if name != "streams" and config.client_version:
         raise EoschaosError(
             f"--client-version is for --workload streams (the Kafka client its app is built "
@@ -159,6 +176,8 @@ def prepare(config: PipelineConfig, kafka_version: str, progress: Callable[[str]
         build_streams_app(config.client_version or kafka_version, progress)
     if name == "spark":
         connector_jars(progress=progress)
+    if name == "flink":
+        build_flink_job(progress)
 
 
 def instance_count(name: str, mode: str, partitions: int, asked: int | None) -> int:
@@ -193,6 +212,13 @@ def build_workload(
         pipeline = streams.StreamsPipeline(app, config.output_topic)
     elif config.workload == "spark":
         pipeline = spark.SparkPipeline(config.mode, config.transactional_id_prefix)
+    elif config.workload == "flink":
+        pipeline = flink.FlinkPipeline(
+            build_flink_job(progress),
+            config.output_topic,
+            config.instances,
+            config.transactional_id_prefix,
+        )
     elif config.workload == "byo" and config.pipeline_image:
         # the image itself was found when the run's options were checked (RunConfig.validate)
         from eoschaos.clusters.container_runtime import require_runtime

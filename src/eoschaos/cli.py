@@ -75,12 +75,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--workload",
-        help="kip447 (default), streams, spark, copier, or byo (your own, with --command)",
+        help="kip447 (default), streams, spark, copier, flink, or byo (your own, with --command)",
     )
     run.add_argument(
         "--mode",
         help="eos (correct) or a known-bad mode of the workload: kip447 alos, no-fencing, "
-        "read-uncommitted; streams/spark alos; copier no-fencing",
+        "read-uncommitted; streams/spark/flink alos; copier no-fencing",
     )
     run.add_argument(
         "--command",
@@ -307,6 +307,7 @@ def cmd_install(args: argparse.Namespace) -> int:
 
     from eoschaos.clusters import kafka_dist, kafka_proxy, toxiproxy
     from eoschaos.clusters.process_backend import build_class_archive
+    from eoschaos.workloads.flink.build import build_flink_job
     from eoschaos.workloads.spark.connector import connector_jars
     from eoschaos.workloads.streams.build import build_streams_app
 
@@ -324,6 +325,8 @@ def cmd_install(args: argparse.Namespace) -> int:
         print(f"Kafka {dist.version}: Streams workload app in {app.home}", flush=True)
     jars = connector_jars(progress=_say)
     print(f"Spark Kafka connector: {len(jars)} jars in {jars[0].parent}", flush=True)
+    job = build_flink_job(_say)
+    print(f"Flink workload job and runtime in {job.home}", flush=True)
     return EXIT_OK
 
 

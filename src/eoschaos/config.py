@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from eoschaos.chaos.catalogue import CATALOGUE
 from eoschaos.chaos.schedule import (
     INTENSITIES,
     FaultEvent,
@@ -292,6 +293,29 @@ class RunConfig:
             raise EoschaosError(
                 f"--duration {self.duration:g}s leaves no room for the faults "
                 f"{','.join(self.faults)}; use --duration 20 or more"
+            )
+        self._check_lanes()
+
+    def _check_lanes(self) -> None:
+        """A fault on an instance's own client lane needs instances whose clients connect
+        through it; a Flink job's clients all run in its TaskManagers, from the one address
+        its JobManager was given."""
+        kind = registry.KINDS[self.pipeline.workload]
+        if kind.instance_lanes:
+            return
+        named = (
+            {entry["fault"] for entry in self.schedule_events}
+            if self.schedule_events is not None
+            else set(self.faults)
+        )
+        on_lanes = sorted(
+            name for name in named if name in CATALOGUE and CATALOGUE[name].needs_lane
+        )
+        if on_lanes:
+            raise EoschaosError(
+                f"{', '.join(on_lanes)} work on an instance's own client lane, and --workload "
+                f"{kind.name}'s instances share one; choose faults without a lane "
+                "(docs/schedules.md)"
             )
 
     def command_line(self) -> list[str]:

@@ -235,12 +235,17 @@ def judged_logs(spark):
     """The checks of the logs' transaction table, judged on the pipeline's log rows alone,
     read as the history's `log` kind is: check name -> its verdict entry."""
 
-    def judge(pipeline: Pipeline) -> dict:
+    def judge(pipeline: Pipeline, offsets_in_transactions: bool = True) -> dict:
+        """`offsets_in_transactions` False: a pipeline that keeps its offsets in its own
+        checkpoints (Flink), as its capabilities say."""
         lines = spark.sparkContext.parallelize([json.dumps(row) for row in pipeline.rows])
         log = spark.read.schema(SCHEMA_DDL).json(lines)
         rows = producer_rows(log, offset_commits(log), (INPUT_TOPIC,), (OUTPUT_TOPIC,))
         table = transaction_table(rows, (INPUT_TOPIC, OUTPUT_TOPIC))
-        found = tally_found(judge_log_transactions(table, output_pieces(rows), True)[1], 5)
+        judged = judge_log_transactions(
+            table, output_pieces(rows), True, offsets_in_transactions=offsets_in_transactions
+        )
+        found = tally_found(judged[1], 5)
         return {name: result(CATALOGUE[name], found.get(name)).to_json() for name in CHECKS}
 
     return judge
@@ -397,6 +402,25 @@ def test_markers_that_disagree_within_one_transaction_are_torn(judged_logs):
     pipeline = _whole(1)
     pipeline.transaction(output_fate="ABORT")
     torn = judged_logs(pipeline)[TORN]
+    assert (torn["verdict"], torn["count"]) == ("FAIL", 1)
+    assert torn["examples"][0]["torn"].startswith("its markers disagree")
+
+
+def test_a_pipeline_keeping_its_offsets_in_checkpoints_is_not_torn_by_committing_them_apart(
+    judged_logs,
+):
+    pipeline = _whole(1)
+    pipeline.transaction(commits="plain")
+    pipeline.transaction(commits=None)
+    assert judged_logs(pipeline, offsets_in_transactions=False)[TORN]["verdict"] == "PASS"
+
+
+def test_a_pipeline_keeping_its_offsets_in_checkpoints_is_torn_by_markers_that_disagree(
+    judged_logs,
+):
+    pipeline = _whole(1)
+    pipeline.transaction(output_fate="ABORT")  # its output ABORT, its offsets COMMIT
+    torn = judged_logs(pipeline, offsets_in_transactions=False)[TORN]
     assert (torn["verdict"], torn["count"]) == ("FAIL", 1)
     assert torn["examples"][0]["torn"].startswith("its markers disagree")
 

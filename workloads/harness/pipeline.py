@@ -214,6 +214,11 @@ class Pipeline(Protocol):
     def record_outputs(self, bootstrap: str, run_dir: Path) -> None:
         """Record pipeline-specific end rows (e.g. a Streams app's aggregates)."""
 
+    def ready_for_input(self) -> bool:
+        """Asked by the seeder until it says yes once, before any input is sent: a pipeline
+        whose start takes long (a Flink cluster scheduling its job) holds the input back
+        until it runs, so the input flows while the faults do, not before them."""
+
     def in_crash_window(self, state_dir: Path, since: float, output_end: Callable[[], int]) -> bool:
         """Asked while the instance is frozen: is this a moment a crash tests something? A
         pipeline whose interesting window is narrow (Spark: between a batch's first output
@@ -322,6 +327,7 @@ class PipelineWorkload:
             config.seed_seconds,
             non_idempotent=config.non_idempotent_seeder,
             hold=hold_input,
+            ready=self.pipeline.ready_for_input,
             record_of=self._record_of,
         )
         self._seeder.start()

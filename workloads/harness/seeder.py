@@ -72,11 +72,13 @@ class Seeder(threading.Thread):
         *,
         non_idempotent: bool = False,
         hold: Callable[[], bool] | None = None,
+        ready: Callable[[], bool] | None = None,
         record_of: RecordFunction = seeded,
     ) -> None:
         super().__init__(name=SEEDER, daemon=True)
         self._record_of = record_of
         self._hold = hold or (lambda: False)
+        self._ready = ready or (lambda: True)  # the schedule starts once this said yes
         self.held_s = 0.0  # seconds the input was held back by `hold`
         self._producer_config = seeder_producer_config(bootstrap, non_idempotent)
         self._history = HistoryWriter(run_dir, SEEDER)
@@ -131,7 +133,10 @@ class Seeder(threading.Thread):
             self._history.close()
 
     def _send_all(self, producer: Producer) -> None:
-        """Record i is due `i * interval` after the start, plus every second spent held."""
+        """Record i is due `i * interval` after the start (the pipeline ready for input),
+        plus every second spent held."""
+        while not self._ready() and not self._stop_requested.is_set():
+            producer.poll(0.1)
         start = last = time.monotonic()
         interval = self._seconds / max(1, self._records)
         for record_id in range(self._records):

@@ -54,6 +54,9 @@ class SparkPipeline:
     def record_outputs(self, bootstrap: str, run_dir: Path) -> None:
         """Nothing beyond the output topic: the job's output is 1:1 with its input."""
 
+    def ready_for_input(self) -> bool:
+        return True  # input may wait in the topic while the driver starts
+
     def in_crash_window(self, state_dir: Path, since: float, output_end: Callable[[], int]) -> bool:
         """The newest batch was planned by this incarnation (not a batch a killed one left
         behind, which a restarting driver has not begun to re-run), is not committed, and the

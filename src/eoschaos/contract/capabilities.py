@@ -19,6 +19,9 @@ class Capabilities:
     transaction_history: bool  # its instances record each transaction's steps (`txn` events)
     output_is_copies: bool  # each output record is a copy of one input record, not a result
     assigned_transactional_ids: bool  # eoschaos gives each instance its transactional.id
+    # each transaction commits the offsets of the input it consumed (KIP-98/447), not a
+    # checkpoint of the pipeline's own (Flink keeps its offsets in its checkpoints)
+    offsets_in_transactions: bool = True
 
     def to_manifest(self) -> dict[str, Any]:
         return {MANIFEST_KEY: asdict(self)}
@@ -33,7 +36,8 @@ class Capabilities:
         workload = manifest.get("workload")
         return cls(
             transactions=transactions,
-            transaction_history=workload not in ("streams", "spark", "copier", "byo"),
+            transaction_history=workload not in ("streams", "spark", "copier", "byo", "flink"),
             output_is_copies=not manifest.get("expect"),
-            assigned_transactional_ids=transactions and workload != "streams",
+            assigned_transactional_ids=transactions and workload not in ("streams", "flink"),
+            offsets_in_transactions=workload != "flink",
         )
