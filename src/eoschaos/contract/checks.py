@@ -166,7 +166,8 @@ TORN_TRANSACTION = CheckSpec(
     "committed output but no offsets of the input, or (output of copies) committed offsets "
     "that moved an input partition forward with no output, or over input records whose "
     "every committed copy another producer or no transaction wrote, or its markers "
-    "disagreed. Read from the logs, for any transactional pipeline.",
+    "disagreed. Read from the logs, for any transactional pipeline (one that keeps its input "
+    "offsets in checkpoints of its own, as Flink does, by its markers alone).",
     Pass.LOG_TRANSACTIONS,
     (
         Evidence.TRANSACTIONS,
