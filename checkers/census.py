@@ -2,22 +2,27 @@
 
 Grouping reads by (reader, topic, partition) and every other kind as a whole gives a few rows
 whatever the number of records; from them come the readers and how far each got, the event
-count and time span. The end-state rows and fault events, a handful per partition or per
-fault, are collected whole. Later plans use this as constants (the reader list becomes
-conditional aggregation columns) instead of re-scanning.
+count and time span. The end-state rows, fault events and a Flink job's checkpoint events, a
+handful per partition, fault or checkpoint, are collected whole. Later plans use this as
+constants (the reader list becomes conditional aggregation columns) instead of re-scanning.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark.sql import functions as F
 
 from eoschaos.checkers.history_io import History
-from eoschaos.contract.history import FINAL_COMMITTED, FINAL_UNCOMMITTED, LOG_BATCH_KIND
+from eoschaos.contract.history import (
+    CHECKPOINT_KIND,
+    FINAL_COMMITTED,
+    FINAL_UNCOMMITTED,
+    LOG_BATCH_KIND,
+)
 
-MAX_ROWS_KEPT = 100_000  # end rows + fault events kept: far above any real run
+MAX_ROWS_KEPT = 100_000  # end rows, fault and checkpoint events kept: far above any real run
 KEPT_FIELDS = (
     "f",
     "type",
@@ -30,6 +35,9 @@ KEPT_FIELDS = (
     "params",
     "target",
     "error",
+    "instance",
+    "incarnation",
+    "count",
 )
 
 
@@ -48,6 +56,7 @@ class Census:
     # f -> rows of the brokers' logs (batch, aborted, txn-state, offset-commit)
     log_rows: dict[str, int]
     indexed_reads: int = 0  # reads of records that name their place in their transaction
+    checkpoints: list[dict[str, Any]] = field(default_factory=list)  # a Flink job's, in order
 
     @property
     def has_final_committed(self) -> bool:
@@ -102,7 +111,7 @@ def take_census(history: History) -> Census:
     ]
     rows = reads.agg(*aggregates).unionByName(others.agg(*aggregates)).collect()
     kept = (
-        history.events.filter(F.col("kind").isin("end", "fault"))
+        history.events.filter(F.col("kind").isin("end", "fault", CHECKPOINT_KIND))
         .select("kind", *KEPT_FIELDS)
         .limit(MAX_ROWS_KEPT)
         .collect()
@@ -134,4 +143,8 @@ def take_census(history: History) -> Census:
         ),
         log_rows={row["process"]: row["events"] for row in rows if row["kind"] == LOG_BATCH_KIND},
         indexed_reads=sum(row["indexed"] for row in rows if row["kind"] == "read"),
+        checkpoints=sorted(
+            (row.asDict() for row in kept if row["kind"] == CHECKPOINT_KIND),
+            key=lambda event: event["time"],
+        ),
     )

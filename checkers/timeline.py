@@ -22,7 +22,13 @@ from pyspark.sql import functions as F
 
 from eoschaos.checkers.census import Census
 from eoschaos.checkers.history_io import History
-from eoschaos.contract.history import FINAL_SCANS
+from eoschaos.contract.history import (
+    CHECKPOINT_COMPLETE,
+    CHECKPOINT_KIND,
+    CHECKPOINT_RESTORE,
+    CHECKPOINT_TRIGGER,
+    FINAL_SCANS,
+)
 
 LANE_BINS = 1500  # a lane's resolution: bins per run, so a 10-minute run costs what 1 does
 # Bins per second, finest first: a bin nests in a second, so the lanes' one aggregation also
@@ -31,7 +37,8 @@ BINS_PER_SECOND = (20, 10, 5, 4, 2, 1)
 ACTIVITY_GAP_BINS = 4  # idle gaps shorter than this do not split a lane's activity
 # A transaction's outcome as its bar shows it; a bin several touch shows the worst.
 OUTCOMES = ("committed", "unknown", "aborted", "fenced")
-OWN_KINDS = ("instance", "txn", "rebalance")  # events about the instance they name
+# events about the instance they name
+OWN_KINDS = ("instance", "txn", "rebalance", CHECKPOINT_KIND)
 SERIES = ("sends", "commits", "reads")
 
 
@@ -88,6 +95,8 @@ def timeline(
     if txns is not None:
         for lane, bars in _transaction_bars(txns, bins).items():
             lanes.setdefault(lane, _lane(lane, "instance")).update(transactions=bars)
+    for lane, marks in checkpoint_marks(census.checkpoints, start).items():
+        lanes.setdefault(lane, _lane(lane, "instance")).update(marks)
     return {
         "start": start,
         "end": end,
@@ -247,6 +256,28 @@ def _transaction_bars(txns: list[dict[str, Any]], bins: Bins) -> dict[str, list[
             for a, b, o, n in merged
         ]
     return bars
+
+
+def checkpoint_marks(events: list[dict[str, Any]], start: float) -> dict[str, dict[str, Any]]:
+    """Per JobManager lane, its checkpoints as [triggered, completed or None, number] (seconds
+    into the run) and its restores as [at, number]: which checkpoint a restarted job came back
+    from reads off the lane. `events`: the census' checkpoint events, in time order."""
+    lanes: dict[str, dict[str, Any]] = {}
+    for event in events:
+        name = f"instance {event['instance']}.{event['incarnation']}"
+        lane = lanes.setdefault(name, {"checkpoints": [], "restores": []})
+        at, number = round(event["time"] - start, 3), event["count"]
+        if event["f"] == CHECKPOINT_TRIGGER:
+            lane["checkpoints"].append([at, None, number])
+        elif event["f"] == CHECKPOINT_COMPLETE:
+            pending = [c for c in lane["checkpoints"] if c[2] == number and c[1] is None]
+            if pending:
+                pending[-1][1] = at
+            else:  # triggered before the log began: completed only
+                lane["checkpoints"].append([at, at, number])
+        elif event["f"] == CHECKPOINT_RESTORE:
+            lane["restores"].append([at, number])
+    return lanes
 
 
 def _lane_order(lane: dict[str, Any]) -> tuple[int, str]:

@@ -19,8 +19,10 @@ from typing import Any
 from eoschaos.contract.checks import AGREEMENT_KINDS, CATALOGUE, CheckResult, results_of
 from eoschaos.contract.history import FAULT_TOOK_EFFECT
 from eoschaos.reports.svg import (
+    CHECKPOINT_COLOUR,
     LANE_LABEL_WIDTH,
     OUTCOME_COLOURS,
+    RESTORE_COLOUR,
     Band,
     esc,
     fault_timeline,
@@ -445,7 +447,7 @@ def _timeline(verdict: dict) -> str:
     lanes = [_dict(lane) for lane in _list(timeline.get("lanes"))]
     if lanes:
         parts.append("<h3>Processes (fault windows shaded)</h3>")
-        parts.append(_lane_legend())
+        parts.append(_lane_legend(lanes))
         parts.append(f'<div class="scroll">{process_lanes(lanes, bands, duration)}</div>')
     parts.append("<h3>Faults</h3>")
     if bands:
@@ -565,16 +567,24 @@ def _without_effect(faults: list[dict]) -> str:
     )
 
 
-def _lane_legend() -> str:
-    """What the lanes' marks mean, in words as well as colours."""
+def _lane_legend(lanes: list[dict]) -> str:
+    """What the lanes' marks mean, in words as well as colours (checkpoints only where a lane
+    has them)."""
     swatches = "".join(
         f'<span class="swatch" style="background:{colour}"></span>{esc(outcome)} transaction'
         for outcome, colour in OUTCOME_COLOURS.items()
     )
+    checkpoints = ""
+    if any(lane.get("checkpoints") for lane in lanes):
+        checkpoints = (
+            f'<span class="line" style="border-color:{CHECKPOINT_COLOUR}"></span>a checkpoint, '
+            f'triggered to completed<span class="swatch" style="background:{RESTORE_COLOUR}">'
+            "</span>the job restored from a checkpoint"
+        )
     return (
         f'<p class="legend">{swatches}<span class="swatch activity"></span>activity '
         '(events recorded)<span class="line" style="border-color:#374151"></span>'
-        "an instance's life, start to exit</p>"
+        f"an instance's life, start to exit{checkpoints}</p>"
     )
 
 

@@ -33,6 +33,8 @@ OUTCOME_COLOURS = {
     "fenced": "#7c3aed",
 }
 ACTIVITY_COLOUR = "#bfdbfe"
+CHECKPOINT_COLOUR = "#0891b2"  # a Flink checkpoint, from its trigger to its completion
+RESTORE_COLOUR = "#db2777"  # a Flink job restored from a checkpoint
 
 # Lineage node types in the order data flows (the order the layout places them).
 COLUMNS = ("input", "txn", "offsets", "output", "read")
@@ -286,8 +288,47 @@ def _lane_svg(lane: dict[str, Any], axis: _TimeAxis, y: float) -> str:
             f'fill="{colour}"><title>{esc(name)}: {esc(outcome)}; {esc(begun)} '
             f"{bar[0]:.3f}s to {bar[1]:.3f}s</title></rect>"
         )
+    parts += _checkpoint_svg(lane, axis, y, name)
     parts.append("</g>")
     return "".join(parts)
+
+
+def _checkpoint_svg(lane: dict[str, Any], axis: _TimeAxis, y: float, name: str) -> list[str]:
+    """A JobManager's checkpoints (a line from trigger to completion, a tick at completion; a
+    checkpoint never completed is dashed to the lane's end) and its restores (a diamond naming
+    the checkpoint the job came back from)."""
+    parts = []
+    bottom = y + PROCESS_LANE_HEIGHT - 3
+    for mark in lane.get("checkpoints") or []:
+        if not (isinstance(mark, list) and len(mark) == 3 and _number(mark[0]) is not None):
+            continue
+        triggered, completed, number = _number(mark[0]), _number(mark[1]), mark[2]
+        x0 = axis.x(triggered)
+        if completed is None:
+            parts.append(
+                f'<line class="checkpoint failed" x1="{x0:.1f}" y1="{bottom:.1f}" '
+                f'x2="{axis.x(axis.duration):.1f}" y2="{bottom:.1f}" stroke="{CHECKPOINT_COLOUR}" '
+                f'stroke-dasharray="2,2"><title>{esc(name)}: checkpoint {esc(number)} triggered '
+                f"{triggered:.3f}s, never completed</title></line>"
+            )
+            continue
+        x1 = axis.x(completed)
+        parts.append(
+            f'<path class="checkpoint" d="M{x0:.1f},{bottom:.1f} H{x1:.1f} V{y + 3:.1f}" '
+            f'fill="none" stroke="{CHECKPOINT_COLOUR}"><title>{esc(name)}: checkpoint '
+            f"{esc(number)} triggered {triggered:.3f}s, completed {completed:.3f}s</title></path>"
+        )
+    middle = y + PROCESS_LANE_HEIGHT / 2
+    for mark in lane.get("restores") or []:
+        if not (isinstance(mark, list) and len(mark) == 2 and _number(mark[0]) is not None):
+            continue
+        x = axis.x(_number(mark[0]))
+        parts.append(
+            f'<path class="restore" d="M{x:.1f},{middle - 5:.1f} l5,5 l-5,5 l-5,-5 z" '
+            f'fill="{RESTORE_COLOUR}"><title>{esc(name)}: restored from checkpoint '
+            f"{esc(mark[1])} at {_number(mark[0]):.3f}s</title></path>"
+        )
+    return parts
 
 
 def _begun_words(counts: Any) -> str:

@@ -1,15 +1,20 @@
-"""The Flink workload's cluster, as configured and restarted (eoschaos.workloads.flink): pure
-logic, no cluster. Its runs on a real cluster are scenarios (tests/test_scenarios.py)."""
+"""The Flink workload's cluster, as configured and restarted (eoschaos.workloads.flink), and its
+checkpoints as the JobManager's log tells them and the timeline draws them: pure logic, no
+cluster. Its runs on a real cluster are scenarios (tests/test_scenarios.py)."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
 import pytest
 
+from eoschaos.checkers.timeline import checkpoint_marks
 from eoschaos.contract.errors import EoschaosError
+from eoschaos.reports.svg import process_lanes
 from eoschaos.workloads.flink.build import JOBMANAGER_CLASS, TASKMANAGER_CLASS, FlinkJob
+from eoschaos.workloads.flink.checkpoints import checkpoint_events, record_checkpoints
 from eoschaos.workloads.flink.pipeline import (
     JOBMANAGER,
     LOOPBACK,
@@ -19,11 +24,11 @@ from eoschaos.workloads.flink.pipeline import (
     parallelism,
 )
 
-JOB = FlinkJob(home=Path("/flink"), java="java", classpath="job.jar:libs/*")
+FLINK = FlinkJob(home=Path("/flink"), java="java", classpath="job.jar:libs/*")
 
 
 def _pipeline(tmp_path: Path, instances: int = 3) -> FlinkPipeline:
-    pipeline = FlinkPipeline(JOB, "output", instances, "eoschaos-flink-run")
+    pipeline = FlinkPipeline(FLINK, "output", instances, "eoschaos-flink-run")
     pipeline.prepare(tmp_path)
     return pipeline
 
@@ -44,7 +49,7 @@ def _completed(checkpoints: Path, job: str, n: int, mtime: float) -> Path:
 
 def test_a_cluster_without_a_taskmanager_is_refused(tmp_path: Path) -> None:
     with pytest.raises(EoschaosError, match="--instances 1 leaves no TaskManager"):
-        FlinkPipeline(JOB, "output", 1, "prefix")
+        FlinkPipeline(FLINK, "output", 1, "prefix")
 
 
 def test_all_taskmanagers_but_one_carry_the_job() -> None:
@@ -111,3 +116,91 @@ def test_the_job_is_told_its_sink_and_checkpoints_in_its_environment(tmp_path: P
     assert env["EOSCHAOS_AGGREGATE_TOPIC"] == "output-aggregates"
     assert env["EOSCHAOS_FLINK_TRANSACTIONAL_ID_PREFIX"] == "eoschaos-flink-run"
     assert int(env["EOSCHAOS_FLINK_PARALLELISM"]) == TASK_SLOTS
+
+
+COORDINATOR = "INFO org.apache.flink.runtime.checkpoint.CheckpointCoordinator"
+JOB = "3847a65ec098a87992a7b6696c37fc7d"
+# A JobManager's log lines as Flink 2.2 writes them (shortened where the parser reads nothing)
+JM_LOG = "".join(
+    f"{stamp} [{thread}] {logger} - {message}\n"
+    for stamp, thread, logger, message in (
+        ("2026-12-04T01:44:27.274Z", "main", "INFO o.a.f.r.e.ClusterEntrypoint", "Starting"),
+        (
+            "2026-12-04T01:44:40.000Z",
+            "jobmanager-io-thread-1",
+            COORDINATOR,
+            f"Restoring job {JOB} from Savepoint 16 @ 0 for {JOB} located at file:/x/chk-16.",
+        ),
+        (
+            "2026-12-04T01:44:42.500Z",
+            "Checkpoint Timer",
+            COORDINATOR,
+            f"Triggering checkpoint 17 (type=CheckpointType{{}}) @ 1796348682500 for job {JOB}.",
+        ),
+        (
+            "2026-12-04T01:44:43.250Z",
+            "jobmanager-io-thread-2",
+            COORDINATOR,
+            f"Completed checkpoint 17 for job {JOB} (8795 bytes, checkpointDuration=750 ms).",
+        ),
+        (
+            "2026-12-04T01:44:44.500Z",
+            "Checkpoint Timer",
+            COORDINATOR,
+            f"Triggering checkpoint 18 (type=CheckpointType{{}}) @ 1796348684500 for job {JOB}.",
+        ),
+    )
+)
+
+
+def test_the_jobmanagers_log_gives_each_checkpoint_and_restore_with_its_time(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "processor-0.1.log"
+    log.write_text(JM_LOG)
+    events = [(e.f, e.checkpoint, e.time) for e in checkpoint_events(log)]
+    assert events == [
+        ("restore", 16, 1796348680.0),
+        ("trigger", 17, 1796348682.5),
+        ("complete", 17, 1796348683.25),
+        ("trigger", 18, 1796348684.5),
+    ]
+
+
+def test_each_jobmanager_incarnations_checkpoints_are_recorded_on_its_own_lane(
+    tmp_path: Path,
+) -> None:
+    workload = tmp_path / "workload"
+    workload.mkdir()
+    (workload / "processor-0.0.log").write_text(JM_LOG.splitlines(keepends=True)[2])
+    (workload / "processor-0.1.log").write_text(JM_LOG)
+    (workload / "processor-1.0.log").write_text(JM_LOG)  # a TaskManager's: not read
+    assert record_checkpoints(workload, tmp_path, JOBMANAGER) == 5
+    rows = [json.loads(line) for line in (tmp_path / "history" / "flink-checkpoints.jsonl").open()]
+    assert [(r["kind"], r["f"], r["instance"], r["incarnation"], r["count"]) for r in rows] == [
+        ("checkpoint", "trigger", 0, 0, 17),
+        ("checkpoint", "restore", 0, 1, 16),
+        ("checkpoint", "trigger", 0, 1, 17),
+        ("checkpoint", "complete", 0, 1, 17),
+        ("checkpoint", "trigger", 0, 1, 18),
+    ]
+    start = rows[0]["time"] - 10.0
+    marks = checkpoint_marks(rows, start)
+    assert marks["instance 0.0"] == {"checkpoints": [[10.0, None, 17]], "restores": []}
+    assert marks["instance 0.1"] == {
+        "checkpoints": [[10.0, 10.75, 17], [12.0, None, 18]],
+        "restores": [[7.5, 16]],
+    }
+
+
+def test_a_lane_draws_its_checkpoints_and_restores_with_what_each_was() -> None:
+    lane = {
+        "lane": "instance 0.1",
+        "kind": "instance",
+        "checkpoints": [[10.0, 10.75, 17], [12.0, None, 18]],
+        "restores": [[7.5, 16]],
+    }
+    drawn = process_lanes([lane], [], 20.0)
+    assert "checkpoint 17 triggered 10.000s, completed 10.750s" in drawn
+    assert "checkpoint 18 triggered 12.000s, never completed" in drawn
+    assert "restored from checkpoint 16 at 7.500s" in drawn

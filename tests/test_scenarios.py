@@ -683,6 +683,25 @@ def test_a_zombie_of_a_black_box_is_frozen_at_once_and_recorded_as_taking_effect
     assert faults and all(p["took_effect"] and "mid_transaction" not in p for p in faults)
 
 
+def test_a_restarted_flink_jobmanager_shows_on_its_lane_the_checkpoint_it_came_back_from(
+    verdict_of,
+):
+    """The JobManager killed at 22 s: its first incarnation's lane holds the checkpoints it
+    completed, the next one's the restore from the newest of them (or from one whose log line
+    the kill cut off, newer still), and the report draws both, as Chromium renders it."""
+    verdict = verdict_of("flink-eos-crashes-kill")
+    lanes = {lane["lane"]: lane for lane in verdict["timeline"]["lanes"]}
+    first, restarted = lanes["instance 0.0"], lanes["instance 0.1"]
+    completed = [number for _, done, number in first["checkpoints"] if done is not None]
+    assert completed, first
+    [(_, restored)] = restarted["restores"]
+    assert restored in {number for *_, number in first["checkpoints"]}
+    assert restored >= max(completed)
+    dom = rendered_dom(Path(verdict["report"]))
+    assert f"instance 0.1: restored from checkpoint {restored} at" in dom
+    assert f"instance 0.0: checkpoint {completed[-1]} triggered" in dom
+
+
 def test_each_topic_of_a_run_with_several_is_created_read_and_judged(verdict_of):
     """Two input topics, an output, a dead-letter and a fan-out topic, each with the partitions
     it was given: every one is read to its end, and the dead letters are listed."""

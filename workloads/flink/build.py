@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from eoschaos.contract.host import cache_root, java_binary
+from eoschaos.workloads.flink.checkpoints import LOG_TIME_FORMAT
 from eoschaos.workloads.maven import build_cached
 
 JOB_DIR = Path(__file__).parent / "job"
@@ -29,10 +30,11 @@ TASKMANAGER_FLAGS = ("-Xms64m", "-Xmx448m", "-XX:MaxDirectMemorySize=192m")
 COMMON_FLAGS = (
     "-XX:+UseSerialGC",
     "-XX:TieredStopAtLevel=1",
-    # slf4j-simple to the instance's log; the Kafka clients' INFO lines (a config dump per
+    # slf4j-simple to the instance's log, each line stamped with its wall-clock time (the
+    # checkpoints are read back by it); the Kafka clients' INFO lines (a config dump per
     # client) would bury Flink's
     "-Dorg.slf4j.simpleLogger.showDateTime=true",
-    "-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS",
+    f"-Dorg.slf4j.simpleLogger.dateTimeFormat={LOG_TIME_FORMAT}",
     "-Dorg.slf4j.simpleLogger.log.org.apache.kafka=warn",
     # what Flink's default env.java.opts.all opens on Java 17 (its serializers reflect into these)
     "--add-exports=java.base/sun.net.util=ALL-UNNAMED",

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from eoschaos.contract.errors import EoschaosError
 from eoschaos.workloads.flink.build import FlinkJob
+from eoschaos.workloads.flink.checkpoints import record_checkpoints
 from eoschaos.workloads.harness.final import record_aggregates
 from eoschaos.workloads.harness.supervisor import Launch, Supervisor
 from eoschaos.workloads.streams.pipeline import AGGREGATE_READ_TIMEOUT_S, BUCKETS, aggregate_topic
@@ -183,7 +184,9 @@ class FlinkPipeline:
         return None
 
     def record_outputs(self, bootstrap: str, run_dir: Path) -> None:
+        """The aggregates, and the checkpoints the JobManagers' logs tell (for the timeline)."""
         record_aggregates(bootstrap, run_dir, self._aggregates, BUCKETS, AGGREGATE_READ_TIMEOUT_S)
+        record_checkpoints(self._prepared().root.parent, run_dir, JOBMANAGER)
 
     def ready_for_input(self) -> bool:
         """Once the job runs with every task running: three JVMs must start and the job be

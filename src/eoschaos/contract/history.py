@@ -23,7 +23,7 @@ from typing import Any
 from eoschaos.contract.errors import EoschaosError
 from eoschaos.contract.rundir import HISTORY_DIR, SCHEMA_VERSION
 
-KINDS = ("send", "txn", "rebalance", "read", "instance", "fault", "end")
+KINDS = ("send", "txn", "rebalance", "read", "instance", "fault", "end", "checkpoint")
 TYPES = ("invoke", "ok", "fail", "info")
 # The error of an `info` txn event whose call blocked far past its own timeout and was abandoned
 # (the process exits and is replaced): the attempt never got an answer from any broker.
@@ -106,6 +106,15 @@ END_EXPECTED = "end-expected"  # what a user's --expect function says the output
 # (f OFFSET_COMMIT).
 LOG_BATCHES = "log-batches"
 LOG_BATCH_KIND = "log"
+# A Flink job's checkpoints as its JobManager's log tells them, recorded after the run (writer
+# FLINK_CHECKPOINTS): f CHECKPOINT_TRIGGER, CHECKPOINT_COMPLETE or CHECKPOINT_RESTORE (the job
+# restored from that checkpoint), `count` the checkpoint's number, on the JobManager's instance
+# and incarnation.
+FLINK_CHECKPOINTS = "flink-checkpoints"
+CHECKPOINT_KIND = "checkpoint"
+CHECKPOINT_TRIGGER = "trigger"
+CHECKPOINT_COMPLETE = "complete"
+CHECKPOINT_RESTORE = "restore"
 LOG_BATCH = "batch"
 LOG_ABORTED = "aborted"
 # Kafka's own topics the coordinators write, as txn-state and offset-commit rows name them
