@@ -230,9 +230,9 @@ def build_parser() -> argparse.ArgumentParser:
     hunt.add_argument("--hours", type=float, default=3.0, help="time budget (default 3)")
     hunt.add_argument(
         "--workloads",
-        default="kip447,streams,copier,spark",
+        default=None,
         help="comma-separated workloads that take turns, each in its correct mode "
-        "(default kip447,streams,copier,spark)",
+        "(default kip447,streams,copier,spark,flink)",
     )
     hunt.add_argument(
         "--faults", default=None, help="comma-separated faults to draw from (default: all)"
@@ -466,11 +466,12 @@ def cmd_matrix(args: argparse.Namespace) -> int:
 
 
 def cmd_hunt(args: argparse.Namespace) -> int:
-    from eoschaos.matrix.hunt import HUNT_FILE, HuntPlan, run_hunt
+    from eoschaos.matrix.hunt import DEFAULT_WORKLOADS, HUNT_FILE, HuntPlan, run_hunt
     from eoschaos.matrix.runner import InfrastructureFailed
 
+    named = args.workloads.split(",") if args.workloads else DEFAULT_WORKLOADS
     plan = HuntPlan(
-        workloads=tuple(name.strip() for name in args.workloads.split(",") if name.strip()),
+        workloads=tuple(name.strip() for name in named if name.strip()),
         kafka_version=args.kafka_version,
         duration=args.duration,
         faults=tuple(f.strip() for f in args.faults.split(",")) if args.faults else FAULTS,

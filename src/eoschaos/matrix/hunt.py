@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from eoschaos.chaos.catalogue import FAULTS
+from eoschaos.chaos.catalogue import CATALOGUE, FAULTS
 from eoschaos.chaos.schedule import FaultEvent, load_schedule, write_schedule
 from eoschaos.clusters.kafka_dist import DEFAULT_KAFKA_VERSION
 from eoschaos.contract.errors import EoschaosError
@@ -36,7 +36,7 @@ from eoschaos.workloads.registry import kind_of
 
 HUNT_FILE = "hunt.json"
 MINIMAL_DIR = "minimal"
-DEFAULT_WORKLOADS = ("kip447", "streams", "copier", "spark")
+DEFAULT_WORKLOADS = ("kip447", "streams", "copier", "spark", "flink")
 DRAW = "hunt"  # a draw's cell name is hunt-<workload>; its shrink runs add -shrink-<n>
 
 
@@ -50,9 +50,13 @@ class HuntPlan:
     faults: tuple[str, ...] = FAULTS
 
     def draw(self, workload: str, seed: int) -> CellRun:
-        """The run of `workload` in its correct mode under `seed`'s random schedule."""
-        options = {"workload": workload, "mode": kind_of(workload).modes[0]}
-        options |= {"faults": ",".join(self.faults), "duration": self.duration}
+        """The run of `workload` in its correct mode under `seed`'s random schedule, over the
+        faults it takes (a workload whose instances share one client address takes none of
+        those on an instance's own lane)."""
+        kind = kind_of(workload)
+        faults = [f for f in self.faults if kind.instance_lanes or not CATALOGUE[f].needs_lane]
+        options = {"workload": workload, "mode": kind.modes[0]}
+        options |= {"faults": ",".join(faults), "duration": self.duration}
         return CellRun(f"{DRAW}-{workload}", self.kafka_version, seed, options, Expectation("PASS"))
 
     def check(self) -> None:
