@@ -80,6 +80,8 @@ RANDOM_RUN_ARGS = {
     "spark": (["--workload", "spark", "--faults", "crash", *SHORT], 150.0),
     "copier": (["--workload", "copier", "--faults", "crash", *SHORT], 80.0),
     "byo": (CRASH_RUN_ARGS["byo"], 80.0),
+    # a JobManager and two TaskManagers start before the input does
+    "flink": (["--workload", "flink", "--faults", "crash", *SHORT], 130.0),
 }
 # Phases of a run as its progress lines announce them, in order: (phase, the line's start).
 PHASES = [

@@ -16,6 +16,7 @@ from eoschaos.reports.svg import process_lanes
 from eoschaos.workloads.flink.build import JOBMANAGER_CLASS, TASKMANAGER_CLASS, FlinkJob
 from eoschaos.workloads.flink.checkpoints import checkpoint_events, record_checkpoints
 from eoschaos.workloads.flink.pipeline import (
+    FLINK_PORTS,
     JOBMANAGER,
     LOOPBACK,
     TASK_SLOTS,
@@ -69,6 +70,15 @@ def test_every_address_of_the_cluster_is_loopback(tmp_path: Path) -> None:
         "taskmanager.bind-host",
     }
     assert set(addresses.values()) == {LOOPBACK}
+
+
+def test_the_jobmanagers_ports_lie_below_the_ephemeral_range_and_differ(tmp_path: Path) -> None:
+    """A restarted JobManager binds them again: no outgoing connection may hold one then."""
+    _pipeline(tmp_path)
+    config = _config(tmp_path)
+    ports = {int(config["jobmanager.rpc.port"]), int(config["rest.port"])}
+    assert len(ports) == 2
+    assert all(port in FLINK_PORTS and port < 32768 for port in ports)
 
 
 def test_flink_writes_its_temporary_files_in_the_run_dir(tmp_path: Path) -> None:

@@ -22,13 +22,14 @@ the Streams app does, so the same aggregate check judges both.
 from __future__ import annotations
 
 import json
-import socket
+import random
 import urllib.error
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from eoschaos.clusters.ports import port_in_use
 from eoschaos.contract.errors import EoschaosError
 from eoschaos.workloads.flink.build import FlinkJob
 from eoschaos.workloads.flink.checkpoints import record_checkpoints
@@ -50,6 +51,7 @@ TRANSACTION_TIMEOUT_MS = 60000
 # lost, and its tasks restarted elsewhere, within seconds, as a broker's session timeout does.
 HEARTBEAT_INTERVAL_MS = 1000
 HEARTBEAT_TIMEOUT_MS = 6000
+FLINK_PORTS = range(32000, 32768)  # the JobManager's RPC and REST ports (_free_port)
 _CHECKPOINT_DONE = "_metadata"  # a chk-N directory holding it is a completed checkpoint
 
 
@@ -117,10 +119,11 @@ class FlinkPipeline:
         dirs = self._dirs = FlinkDirs(workload_dir / "flink")
         for directory in (dirs.conf, dirs.checkpoints, dirs.tmp, dirs.work):
             directory.mkdir(parents=True, exist_ok=True)
-        self._rest_port = _free_port()
+        taken: set[int] = set()
+        self._rest_port = _free_port(taken)
         settings = {
             "jobmanager.rpc.address": LOOPBACK,
-            "jobmanager.rpc.port": _free_port(),
+            "jobmanager.rpc.port": _free_port(taken),
             "jobmanager.bind-host": LOOPBACK,
             "jobmanager.memory.process.size": "640m",
             "rest.address": LOOPBACK,
@@ -227,8 +230,18 @@ def job_running(rest_port: int) -> bool:
     )
 
 
-def _free_port() -> int:
-    """A loopback port free now, for the JobManager to bind once the run starts it."""
-    with socket.socket() as probe:
-        probe.bind((LOOPBACK, 0))
-        return probe.getsockname()[1]
+def _free_port(taken: set[int]) -> int:
+    """A loopback port free now, for the JobManager to bind once the run starts it, and again
+    after each of its restarts: between the clusters' blocks (20000-32000) and Linux's
+    ephemeral range (32768 up), where no outgoing connection can take it meanwhile; from a
+    random place, so two runs starting at once rarely meet."""
+    candidates = list(FLINK_PORTS)
+    random.shuffle(candidates)
+    for port in candidates:
+        if port not in taken and not port_in_use(port):
+            taken.add(port)
+            return port
+    raise EoschaosError(
+        f"no free port on {LOOPBACK} in {FLINK_PORTS.start}-{FLINK_PORTS.stop - 1} for the "
+        "Flink JobManager; stop what holds them"
+    )
