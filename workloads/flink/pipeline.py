@@ -43,9 +43,9 @@ LOOPBACK = "127.0.0.1"
 TASK_SLOTS = 2
 CHECKPOINT_INTERVAL_MS = 2000
 # Past a JobManager's restart (JVM start, resubmission, TaskManagers registering again) with
-# room to spare: the broker must not abort a pre-committed transaction before
-# the restored job commits it. A job kept down longer than this loses that checkpoint's output
-# (Flink documents it); a schedule can do that on purpose.
+# room to spare: the broker must not abort a pre-committed transaction before the restored job
+# commits it. Flink documents that a job kept down longer loses that checkpoint's output;
+# chaos/matrices/flink-down-past-timeout.toml does that on purpose (docs/findings.md).
 TRANSACTION_TIMEOUT_MS = 60000
 # Heartbeats well under Flink's 50 s default, so a killed or paused TaskManager is declared
 # lost, and its tasks restarted elsewhere, within seconds, as a broker's session timeout does.
