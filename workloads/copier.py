@@ -6,10 +6,15 @@ copier is a batch tool: it copies up to the partition's end *as of its launch* a
 the supervisor starts it again, which makes every run a stream of client bounces, each new
 incarnation fencing the last through the shared transactional.id.
 
-Modes: `eos` (one copier per partition, a stable transactional.id per partition: must PASS)
-and `no-fencing`, the known-bad mode: every partition has TWO copiers whose transactional.ids
-differ, as a deployment that starts a replacement without fencing the old process would have.
-Nothing stops both from copying the same records, so the output holds duplicates.
+Modes: `eos` (one copier per partition, a stable transactional.id per partition: must PASS);
+`eos-group`, the same copiers as members of the run's consumer group (`--group-mode
+--use-group-metadata`: subscribed, each transaction's offsets sent with the group's metadata, as
+KIP-447 designs): a Java client beside kip447's librdkafka one, so an anomaly of a group's
+offset fetch can be told client from broker; must PASS; and `no-fencing`, the known-bad mode:
+every partition has TWO copiers whose transactional.ids differ, as a deployment that starts a
+replacement without fencing the old process would have. Nothing stops both from copying the
+same records, so the output holds duplicates. A copier in the group copies what its partitions
+held at its assignment and exits, so the group rebalances at every bounce.
 
 Not under `twin`: by hand-assigned partition the copier reads its position before
 `initTransactions`, so a second copier with the same transactional.id can copy again what the
@@ -27,7 +32,8 @@ from eoschaos.contract import instance_env
 from eoschaos.contract.host import java_binary
 from eoschaos.workloads.harness.supervisor import Launch, Supervisor
 
-MODES = ("eos", "no-fencing")
+MODES = ("eos", "eos-group", "no-fencing")
+GROUP_MODE = "eos-group"  # subscribed to the input as members of the run's group
 MAIN_CLASS = "org.apache.kafka.tools.TransactionalMessageCopier"
 TRANSACTION_SIZE = 100
 TRANSACTION_TIMEOUT_MS = 10000  # an abandoned transaction clears well inside a run
@@ -35,7 +41,6 @@ TRANSACTION_TIMEOUT_MS = 10000  # an abandoned transaction clears well inside a 
 
 class CopierPipeline:
     observer_isolation = "read_committed"
-    joins_group = False  # manual assignment, as in Kafka's system test
     extra_topics: tuple[str, ...] = ()
 
     def __init__(
@@ -45,6 +50,8 @@ class CopierPipeline:
         self._mode = mode
         self._txn_prefix = txn_prefix
         self._partitions = partitions
+        # manual assignment, as in Kafka's system test, but in the group mode
+        self.joins_group = mode == GROUP_MODE
 
     @staticmethod
     def instances_for(mode: str, partitions: int) -> int:
@@ -80,6 +87,7 @@ class CopierPipeline:
             "--transaction-timeout",
             str(TRANSACTION_TIMEOUT_MS),
             "--enable-random-aborts",
+            *(["--group-mode", "--use-group-metadata"] if self.joins_group else []),
         ]
         return Launch(argv, env)
 

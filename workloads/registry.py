@@ -38,6 +38,12 @@ class WorkloadKind:
     transactionless_modes: tuple[str, ...] = ("alos",)
     offsets_in_transactions: bool = True  # False: its input offsets live in its checkpoints
     instance_lanes: bool = True  # each instance's clients connect through its own lane
+    more_correct_modes: tuple[str, ...] = ()  # beside the first: must PASS too
+
+    @property
+    def correct_modes(self) -> tuple[str, ...]:
+        """The modes that must PASS; every other one is known-bad."""
+        return (self.modes[0], *self.more_correct_modes)
 
     def capabilities(self, mode: str, *, expect: bool) -> Capabilities:
         """What a run of this kind in `mode` records; an --expect run's output is results."""
@@ -69,7 +75,11 @@ KINDS = {
             start_timeout_s=180.0,
         ),
         WorkloadKind(
-            "copier", copier.MODES, 0, "Kafka's TransactionalMessageCopier, one per partition"
+            "copier",
+            copier.MODES,
+            0,
+            "Kafka's TransactionalMessageCopier, one per partition",
+            more_correct_modes=(copier.GROUP_MODE,),
         ),
         WorkloadKind(
             "streams",

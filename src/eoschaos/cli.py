@@ -80,7 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--mode",
         help="eos (correct) or a known-bad mode of the workload: kip447 alos, no-fencing, "
-        "read-uncommitted; streams/spark/flink alos; copier no-fencing",
+        "read-uncommitted; streams/spark/flink alos; copier no-fencing (eos-group: correct, "
+        "the copiers in one consumer group)",
     )
     run.add_argument(
         "--command",
