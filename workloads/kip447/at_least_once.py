@@ -96,7 +96,7 @@ class AtLeastOnceProcessor:
                 "bootstrap.servers": config.bootstrap,
                 "enable.idempotence": True,
                 "acks": "all",
-                "log_level": 4,
+                **config.settings.client_logging(),
             }
         )
         self._member = GroupMember(

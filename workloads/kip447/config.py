@@ -7,9 +7,10 @@ reads it back, so all incarnations of all instances run with exactly the same se
 from __future__ import annotations
 
 import json
+import os
 import uuid
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from eoschaos.contract import instance_env
@@ -32,6 +33,17 @@ class ProcessorSettings:
 
     abort_fraction: float = 0.1  # of transactions a processor aborts on purpose
     session_timeout_ms: int = 6000
+    # librdkafka's debug contexts for every client, from where the run started; saved with the
+    # settings, so each incarnation logs the same
+    client_debug: str = field(
+        default_factory=lambda: os.environ.get(instance_env.LIBRDKAFKA_DEBUG, "")
+    )
+
+    def client_logging(self) -> dict[str, object]:
+        """A client's logging settings: warnings only, or every line of the debug contexts."""
+        if not self.client_debug:
+            return {"log_level": 4}
+        return {"log_level": 7, "debug": self.client_debug}
 
 
 @dataclass(frozen=True)

@@ -66,7 +66,7 @@ class GroupMember:
                 "partition.assignment.strategy": "cooperative-sticky",
                 "session.timeout.ms": config.settings.session_timeout_ms,
                 "heartbeat.interval.ms": HEARTBEAT_INTERVAL_MS,
-                "log_level": 4,
+                **config.settings.client_logging(),
             }
         )
 

@@ -92,7 +92,7 @@ class TransactionalProcessor:
                 # A request is given up when the call waiting for it is (librdkafka's default,
                 # 60 s, would leave a commit's EndTxn in flight long after its call timed out).
                 "socket.timeout.ms": int(OPERATION_TIMEOUT_S * 1000),
-                "log_level": 4,
+                **self._config.settings.client_logging(),
             }
         )
 

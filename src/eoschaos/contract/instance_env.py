@@ -17,6 +17,9 @@ GROUP_ID = "EOSCHAOS_GROUP_ID"
 TRANSACTIONAL_ID = "EOSCHAOS_TRANSACTIONAL_ID"  # empty in modes without transactions
 STATE_DIR = "EOSCHAOS_STATE_DIR"  # the instance's own, kept across its incarnations
 LOG_DIR = "EOSCHAOS_LOG_DIR"
+# Set by the user where a run starts: librdkafka's debug contexts (e.g. "cgrp,fetch") for the
+# kip447 processors' clients, logged to each instance's stderr.
+LIBRDKAFKA_DEBUG = "EOSCHAOS_LIBRDKAFKA_DEBUG"
 
 # Set on every process eoschaos starts (brokers, Toxiproxy, instances, their children inherit
 # them), so that nothing it started can outlive it unnoticed:
