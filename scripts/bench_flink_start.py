@@ -22,6 +22,7 @@ from pathlib import Path
 
 from eoschaos.contract.history import OBSERVER, SEEDER, SUPERVISOR, instance_name
 from eoschaos.contract.rundir import HISTORY_DIR
+from eoschaos.matrix.runner import run_dirs
 from eoschaos.workloads.flink.pipeline import JOBMANAGER
 
 _STAMP = re.compile(r"^(\d{4}-\d\d-\d\dT\S+) ")
@@ -78,12 +79,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("dirs", nargs="+", type=Path)
     args = parser.parse_args()
-    run_dirs = []
-    for given in args.dirs:
-        runs = given / "runs"
-        run_dirs += sorted(runs.iterdir()) if runs.is_dir() else [given]
     columns: dict[str, list[float]] = {}
-    for run_dir in run_dirs:
+    for run_dir in run_dirs(args.dirs):
         figures = one_run(run_dir)
         if figures is None:
             continue

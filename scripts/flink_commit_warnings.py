@@ -25,6 +25,7 @@ from eoschaos.contract.history import (
     TXN_STATE,
 )
 from eoschaos.contract.rundir import HISTORY_DIR, VERDICT_FILE
+from eoschaos.matrix.runner import run_dirs
 
 _WARNING = re.compile(r"transactionalId='([^']+)'.*signals data loss")
 
@@ -74,10 +75,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("dirs", nargs="+", type=Path, help="run dirs or matrix output dirs")
     args = parser.parse_args()
-    runs = []
-    for path in args.dirs:
-        runs += [path] if (path / VERDICT_FILE).exists() else sorted((path / "runs").glob("*"))
-    for run in runs:
+    for run in run_dirs(args.dirs):
         if (run / VERDICT_FILE).exists():
             print(describe(run))
 

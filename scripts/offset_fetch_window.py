@@ -22,6 +22,7 @@ from pathlib import Path
 
 from eoschaos.contract.history import LOG_BATCHES, OFFSET_COMMIT
 from eoschaos.contract.rundir import HISTORY_DIR, VERDICT_FILE
+from eoschaos.matrix.runner import run_dirs
 
 _START = re.compile(
     r"^%7\|(?P<time>[\d.]+)\|SRVPEND\|.*Starting pending assigned partition (?P<topic>\S+) "
@@ -96,11 +97,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("dirs", nargs="+", type=Path, help="run dirs or matrix output dirs")
     args = parser.parse_args()
-    for path in args.dirs:
-        runs = [path] if (path / HISTORY_DIR).is_dir() else sorted((path / "runs").glob("*"))
-        for run in runs:
-            if (run / HISTORY_DIR / f"{LOG_BATCHES}.jsonl").exists():
-                print(describe(run))
+    for run in run_dirs(args.dirs):
+        if (run / HISTORY_DIR / f"{LOG_BATCHES}.jsonl").exists():
+            print(describe(run))
 
 
 if __name__ == "__main__":

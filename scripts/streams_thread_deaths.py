@@ -19,6 +19,7 @@ from pathlib import Path
 
 from eoschaos.contract.history import NEMESIS, SUPERVISOR
 from eoschaos.contract.rundir import HISTORY_DIR, VERDICT_FILE
+from eoschaos.matrix.runner import run_dirs
 
 _CAUSE = re.compile(r"^Caused by: (\S+?):")
 _DIED = "stream thread failed"
@@ -65,11 +66,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("dirs", nargs="+", type=Path, help="run dirs or matrix output dirs")
     args = parser.parse_args()
-    for path in args.dirs:
-        runs = [path] if (path / HISTORY_DIR).is_dir() else sorted((path / "runs").glob("*"))
-        for run in runs:
-            if (run / VERDICT_FILE).exists():
-                print(describe(run))
+    for run in run_dirs(args.dirs):
+        if (run / VERDICT_FILE).exists():
+            print(describe(run))
 
 
 if __name__ == "__main__":

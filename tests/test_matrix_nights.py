@@ -7,7 +7,7 @@ import json
 from eoschaos.contract.rundir import write_manifest
 from eoschaos.matrix.index import render_index
 from eoschaos.matrix.nights import previous_nights, trends, version_changes
-from eoschaos.matrix.runner import versions_in_play
+from eoschaos.matrix.runner import RUNS_DIR, run_dirs, versions_in_play
 
 
 def row(cell: str, met: bool, seed: int = 1, **extra) -> dict:
@@ -79,3 +79,11 @@ def test_a_streams_cell_run_names_its_java_client_among_the_versions_compared(tm
 def test_a_cell_run_without_a_java_client_names_none(tmp_path):
     write_manifest(tmp_path, {"kafka_version": "4.3.1", "versions": {"librdkafka": "2.12.1"}})
     assert "kafka_client" not in versions_in_play(tmp_path)
+
+
+def test_run_dirs_are_a_run_dir_itself_and_a_matrix_outputs_cell_runs(tmp_path):
+    out, run = tmp_path / "night", tmp_path / "one-run"
+    for cell in ("b-s2", "a-s1"):
+        (out / RUNS_DIR / cell).mkdir(parents=True)
+    run.mkdir()
+    assert run_dirs([out, run]) == [out / RUNS_DIR / "a-s1", out / RUNS_DIR / "b-s2", run]

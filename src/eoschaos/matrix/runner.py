@@ -39,6 +39,16 @@ CLUSTERS_DIR = "clusters"
 HEALTH_TIMEOUT_S = 60.0
 
 
+def run_dirs(paths: list[Path]) -> list[Path]:
+    """The run directories that paths name: each a run dir itself, or a matrix output dir whose
+    cell runs are under RUNS_DIR (for the scripts that read runs after the fact)."""
+    found: list[Path] = []
+    for path in paths:
+        runs = path / RUNS_DIR
+        found += sorted(runs.iterdir()) if runs.is_dir() else [path]
+    return found
+
+
 class InfrastructureFailed(EoschaosError):
     """The matrix could not provide what cells run on (a cluster that does not start)."""
 
