@@ -14,25 +14,24 @@ docs/benchmarks.md by hand.
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import statistics
 from datetime import datetime
 from pathlib import Path
 
-from eoschaos.contract.history import OBSERVER, SEEDER, SUPERVISOR, instance_name
-from eoschaos.contract.rundir import HISTORY_DIR
+from eoschaos.contract.history import (
+    OBSERVER,
+    SEEDER,
+    SUPERVISOR,
+    instance_name,
+    recorded_events,
+)
 from eoschaos.matrix.runner import run_dirs
 from eoschaos.workloads.flink.pipeline import JOBMANAGER
 
 _STAMP = re.compile(r"^(\d{4}-\d\d-\d\dT\S+) ")
 _RUNNING = re.compile(r"Job eoschaos-flink \w+ \(\w+\) switched from state CREATED to RUNNING")
 _COMPLETED = re.compile(r"Completed checkpoint \d+ ")
-
-
-def _events(run_dir: Path, writer: str) -> list[dict]:
-    path = run_dir / HISTORY_DIR / f"{writer}.jsonl"
-    return [json.loads(line) for line in path.open()] if path.exists() else []
 
 
 def _first(log: Path, pattern: re.Pattern[str]) -> float | None:
@@ -45,7 +44,9 @@ def _first(log: Path, pattern: re.Pattern[str]) -> float | None:
 
 def one_run(run_dir: Path) -> dict[str, float] | None:
     starts = [
-        e for e in _events(run_dir, SUPERVISOR) if e["kind"] == "instance" and e["f"] == "start"
+        e
+        for e in recorded_events(run_dir, SUPERVISOR)
+        if e["kind"] == "instance" and e["f"] == "start"
     ]
     first_log = run_dir / "workload" / f"{instance_name(JOBMANAGER, 0)}.log"
     if not starts or not first_log.exists() or _first(first_log, _STAMP) is None:
@@ -53,8 +54,8 @@ def one_run(run_dir: Path) -> dict[str, float] | None:
     began = min(e["time"] for e in starts)
     running = _first(first_log, _RUNNING)
     checkpoint = _first(first_log, _COMPLETED)
-    reads = [e["time"] for e in _events(run_dir, OBSERVER) if e["kind"] == "read"]
-    sends = [e["time"] for e in _events(run_dir, SEEDER) if e["kind"] == "send"]
+    reads = [e["time"] for e in recorded_events(run_dir, OBSERVER) if e["kind"] == "read"]
+    sends = [e["time"] for e in recorded_events(run_dir, SEEDER) if e["kind"] == "send"]
     figures = {
         "job running": running - began if running else None,
         # the seeder holds the input until every task runs (FlinkPipeline.ready_for_input)
@@ -62,7 +63,7 @@ def one_run(run_dir: Path) -> dict[str, float] | None:
         "first checkpoint": checkpoint - began if checkpoint else None,
         "first output": min(reads) - began if reads else None,
     }
-    kills = [e for e in _events(run_dir, SUPERVISOR) if e["f"] == "exit"]
+    kills = [e for e in recorded_events(run_dir, SUPERVISOR) if e["f"] == "exit"]
     back = []
     for kill in kills:
         if kill["instance"] != JOBMANAGER or kill.get("error") != "-9":

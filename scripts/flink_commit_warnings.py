@@ -23,16 +23,12 @@ from eoschaos.contract.history import (
     LOG_BATCHES,
     NEMESIS,
     TXN_STATE,
+    recorded_events,
 )
-from eoschaos.contract.rundir import HISTORY_DIR, VERDICT_FILE
+from eoschaos.contract.rundir import VERDICT_FILE
 from eoschaos.matrix.runner import run_dirs
 
 _WARNING = re.compile(r"transactionalId='([^']+)'.*signals data loss")
-
-
-def _rows(history: Path, writer: str) -> list[dict]:
-    with open(history / f"{writer}.jsonl") as lines:
-        return [json.loads(line) for line in lines]
 
 
 def _warned(run: Path) -> set[str]:
@@ -46,10 +42,9 @@ def _warned(run: Path) -> set[str]:
 
 def describe(run: Path) -> str:
     verdict = json.loads((run / VERDICT_FILE).read_text())
-    history = run / HISTORY_DIR
-    freeze = min(row["time"] for row in _rows(history, NEMESIS))
+    freeze = min(row["time"] for row in recorded_events(run, NEMESIS))
     committed_before, aborted = set(), set()
-    for row in _rows(history, LOG_BATCHES):
+    for row in recorded_events(run, LOG_BATCHES):
         if row["f"] != TXN_STATE:
             continue
         state = json.loads(row["params"])
@@ -57,7 +52,7 @@ def describe(run: Path) -> str:
             committed_before.add(row["txn_id"])
         elif state["state"] == "CompleteAbort":
             aborted.add(row["txn_id"])
-    checkpoints = _rows(history, FLINK_CHECKPOINTS)
+    checkpoints = recorded_events(run, FLINK_CHECKPOINTS)
     restored = sorted({row["count"] for row in checkpoints if row["f"] == CHECKPOINT_RESTORE})
     warned = _warned(run)
     failed = [name for name, check in verdict["checks"].items() if check["verdict"] == "FAIL"]

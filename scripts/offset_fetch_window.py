@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from eoschaos.contract.history import LOG_BATCHES, OFFSET_COMMIT
+from eoschaos.contract.history import LOG_BATCHES, OFFSET_COMMIT, recorded_events
 from eoschaos.contract.rundir import HISTORY_DIR, VERDICT_FILE
 from eoschaos.matrix.runner import run_dirs
 
@@ -41,22 +41,20 @@ class Commit:
 
 def _commits(run: Path) -> list[Commit]:
     commits = []
-    with open(run / HISTORY_DIR / f"{LOG_BATCHES}.jsonl") as lines:
-        for line in lines:
-            row = json.loads(line)
-            if row["f"] != OFFSET_COMMIT:
-                continue
-            params = json.loads(row["params"])
-            if params.get("transactional") and params.get("marker_time"):
-                commits.append(
-                    Commit(
-                        row["partition"],
-                        row["offset"],
-                        params["commit_ms"] / 1000,
-                        params["marker_time"] / 1000,
-                        params["marker"] == "COMMIT",
-                    )
+    for row in recorded_events(run, LOG_BATCHES):
+        if row["f"] != OFFSET_COMMIT:
+            continue
+        params = json.loads(row["params"])
+        if params.get("transactional") and params.get("marker_time"):
+            commits.append(
+                Commit(
+                    row["partition"],
+                    row["offset"],
+                    params["commit_ms"] / 1000,
+                    params["marker_time"] / 1000,
+                    params["marker"] == "COMMIT",
                 )
+            )
     return commits
 
 

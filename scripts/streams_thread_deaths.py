@@ -17,18 +17,13 @@ import json
 import re
 from pathlib import Path
 
-from eoschaos.contract.history import NEMESIS, SUPERVISOR
-from eoschaos.contract.rundir import HISTORY_DIR, VERDICT_FILE
+from eoschaos.contract.history import NEMESIS, SUPERVISOR, recorded_events
+from eoschaos.contract.rundir import VERDICT_FILE
 from eoschaos.matrix.runner import run_dirs
 
 _CAUSE = re.compile(r"^Caused by: (\S+?):")
 _DIED = "stream thread failed"
 _FENCED = re.compile(r"ProducerFencedException|got fenced")
-
-
-def _rows(run: Path, writer: str) -> list[dict]:
-    with open(run / HISTORY_DIR / f"{writer}.jsonl") as lines:
-        return [json.loads(line) for line in lines]
 
 
 def _death_cause(log: Path) -> str | None:
@@ -46,10 +41,10 @@ def describe(run: Path) -> str:
     verdict = json.loads((run / VERDICT_FILE).read_text())["verdict"]
     exits = [
         row
-        for row in _rows(run, SUPERVISOR)
+        for row in recorded_events(run, SUPERVISOR)
         if row["f"] == "exit" and row.get("error") not in (None, "0")
     ]
-    effects = [json.loads(row["params"]).get("effects") for row in _rows(run, NEMESIS)]
+    effects = [json.loads(row["params"]).get("effects") for row in recorded_events(run, NEMESIS)]
     deaths, fenced = [], 0
     for log in sorted((run / "workload").glob("processor-*.log")):
         if cause := _death_cause(log):

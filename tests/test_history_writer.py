@@ -17,6 +17,7 @@ from eoschaos.contract.history import (
     HistoryWriter,
     await_instance_event,
     instance_name,
+    recorded_events,
 )
 from eoschaos.contract.rundir import read_manifest, write_manifest
 
@@ -152,3 +153,13 @@ def test_closing_on_a_full_disk_is_one_line_naming_the_file(tmp_path):
     writer.record("send", "ok", "send", id=1)
     with pytest.raises(EoschaosError, match=r"seeder\.jsonl: .*No space left on device"):
         writer.close()
+
+
+def test_a_finished_runs_events_are_read_back_per_writer_in_order_and_none_if_it_wrote_none(
+    tmp_path,
+):
+    with HistoryWriter(tmp_path, "seeder") as writer:
+        writer.record("send", "ok", "send", id=1)
+        writer.record("send", "ok", "send", id=2)
+    assert [event["id"] for event in recorded_events(tmp_path, "seeder")] == [1, 2]
+    assert recorded_events(tmp_path, "observer") == []

@@ -245,6 +245,16 @@ class HistoryWriter:
                 self.flush()
 
 
+def recorded_events(run_dir: Path, writer: str) -> list[dict[str, Any]]:
+    """Every event one writer recorded in a finished run, in order; none if it wrote nothing.
+    For the scripts that read a run after the fact (the checkers read the compacted history)."""
+    path = Path(run_dir) / HISTORY_DIR / f"{writer}.jsonl"
+    if not path.exists():
+        return []
+    with path.open() as lines:
+        return [json.loads(line) for line in lines]
+
+
 def instance_history_files(run_dir: Path, instance: int) -> list[Path]:
     """The history files a workload instance's incarnations wrote, oldest incarnation first."""
     prefix = instance_name(instance, 0).removesuffix("0")
