@@ -2,8 +2,9 @@
 
 Grouping reads by (reader, topic, partition) and every other kind as a whole gives a few rows
 whatever the number of records; from them come the readers and how far each got, the event
-count and time span. The end-state rows, fault events and a Flink job's checkpoint events, a
-handful per partition, fault or checkpoint, are collected whole. Later plans use this as
+count and time span. The end-state rows, fault events, instance starts and exits and a Flink
+job's checkpoint events, a handful per partition, fault, incarnation or checkpoint, are
+collected whole. Later plans use this as
 constants (the reader list becomes conditional aggregation columns) instead of re-scanning.
 """
 
@@ -19,10 +20,11 @@ from eoschaos.contract.history import (
     CHECKPOINT_KIND,
     FINAL_COMMITTED,
     FINAL_UNCOMMITTED,
+    INSTANCE_KIND,
     LOG_BATCH_KIND,
 )
 
-MAX_ROWS_KEPT = 100_000  # end rows, fault and checkpoint events kept: far above any real run
+MAX_ROWS_KEPT = 100_000  # end rows, fault, instance and checkpoint events kept: far above any run
 KEPT_FIELDS = (
     "f",
     "type",
@@ -57,6 +59,7 @@ class Census:
     log_rows: dict[str, int]
     indexed_reads: int = 0  # reads of records that name their place in their transaction
     checkpoints: list[dict[str, Any]] = field(default_factory=list)  # a Flink job's, in order
+    exits: list[dict[str, Any]] = field(default_factory=list)  # instances' exits, in time order
 
     @property
     def has_final_committed(self) -> bool:
@@ -92,7 +95,7 @@ class Census:
 def take_census(history: History) -> Census:
     """Two small collects: per (kind, process, topic, partition) counts -- reads grouped by
     reader and partition, log rows by what they are (f, in the process column), every other
-    kind as a whole -- and the end and fault rows."""
+    kind as a whole -- and the end, fault, instance and checkpoint rows."""
     reads = history.kind("read").groupBy("kind", "process", "topic", "partition")
     others = history.events.filter(F.col("kind") != "read").groupBy(
         "kind",
@@ -111,7 +114,7 @@ def take_census(history: History) -> Census:
     ]
     rows = reads.agg(*aggregates).unionByName(others.agg(*aggregates)).collect()
     kept = (
-        history.events.filter(F.col("kind").isin("end", "fault", CHECKPOINT_KIND))
+        history.events.filter(F.col("kind").isin("end", "fault", INSTANCE_KIND, CHECKPOINT_KIND))
         .select("kind", *KEPT_FIELDS)
         .limit(MAX_ROWS_KEPT)
         .collect()
@@ -146,5 +149,9 @@ def take_census(history: History) -> Census:
         checkpoints=sorted(
             (row.asDict() for row in kept if row["kind"] == CHECKPOINT_KIND),
             key=lambda event: event["time"],
+        ),
+        exits=sorted(
+            (row.asDict() for row in kept if row["kind"] == INSTANCE_KIND and row["f"] == "exit"),
+            key=lambda event: event["time"] or 0.0,
         ),
     )

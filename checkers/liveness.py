@@ -1,7 +1,9 @@
-"""Liveness at the end: after faults healed nothing hangs and everything was consumed.
+"""Liveness: after faults healed nothing hangs and everything was consumed, and no instance
+gave up on its own along the way.
 
-Judged on the end-state rows the census collected: a few per partition whatever the number
-of records, so they are compared on the driver rather than planned as Spark stages.
+Judged on the end-state rows and the instances' exits the census collected: a few per partition
+or incarnation whatever the number of records, so they are compared on the driver rather than
+planned as Spark stages.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from pyspark.sql import functions as F
 from eoschaos.checkers.census import Census
 from eoschaos.checkers.findings import Tally
 from eoschaos.checkers.history_io import History
-from eoschaos.contract.checks import GROUP_OFFSETS, LSO, OPEN_TRANSACTIONS
+from eoschaos.contract.checks import GROUP_OFFSETS, INSTANCE_FAILURE, LSO, OPEN_TRANSACTIONS
 
 
 def liveness_tallies(
@@ -54,6 +56,33 @@ def liveness_tallies(
             groups_behind, ["topic", "partition"] if several else ["partition"], max_examples
         ),
     }
+
+
+def instance_failure_tally(
+    census: Census, failure_exits: tuple[int, ...], max_examples: int
+) -> dict[str, Tally]:
+    """Every instance exit whose status is one of `failure_exits` (the workload's statuses for
+    "I failed"), first first: the instance, its incarnation, the status and the seconds into
+    the run it exited at. A kill by a fault, a fencing or a stop leaves another status."""
+    failures = [
+        {
+            "instance": row["instance"],
+            "incarnation": row["incarnation"],
+            "status": _status(row["error"]),
+            "at_s": round(row["time"] - census.start, 1) if census.start is not None else None,
+        }
+        for row in census.exits
+        if _status(row["error"]) in failure_exits
+    ]
+    return {INSTANCE_FAILURE.name: Tally(count=len(failures), examples=failures[:max_examples])}
+
+
+def _status(error: str | None) -> int | None:
+    """An exit row's status (its `error`: the process's return code as text)."""
+    try:
+        return int(error) if error is not None else None
+    except ValueError:
+        return None
 
 
 def note_stalled_since(history: History, census: Census, groups_behind: Tally) -> None:

@@ -243,6 +243,10 @@ def _judge(
         tallies.update(liveness.liveness_tallies(census, topics.inputs, max_examples))
         if GROUP_OFFSETS.name in applicable:
             liveness.note_stalled_since(history, census, tallies[GROUP_OFFSETS.name])
+    if Pass.INSTANCES in passes:
+        tallies.update(
+            liveness.instance_failure_tally(census, capabilities.failure_exits, max_examples)
+        )
     if Pass.AGGREGATES in passes:
         tallies.update(aggregates.aggregate_tallies(history, census, max_examples))
     if Pass.EXPECTED_OUTPUT in passes:
@@ -437,6 +441,11 @@ def _not_applicable(history: History, census: Census) -> dict[str, str]:
         missing[Evidence.END_STATE] = "the history has no end state (log-end rows)"
     if not census.end_rows_of("group-offset"):
         missing[Evidence.GROUP_OFFSETS] = "the end state has no group offsets"
+    if not capabilities.failure_exits:
+        missing[Evidence.FAILURE_EXITS] = (
+            f"workload {history.manifest.get('workload')} declares no exit status with which "
+            "its instances say they failed"
+        )
     if history.manifest.get("max_lag") is None:
         missing[Evidence.LAG_BOUND] = (
             "the run set no bound on realtime lag (--max-lag): the lag is reported "

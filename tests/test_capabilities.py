@@ -47,3 +47,16 @@ def test_recorded_capabilities_are_read_back_whatever_the_workload_is_called():
     )
     manifest = {"workload": "kip447", "mode": "eos", **recorded.to_manifest()}
     assert Capabilities.of_manifest(manifest) == recorded
+
+
+def test_streams_declares_the_status_its_app_exits_with_when_it_failed():
+    assert KINDS["streams"].capabilities("eos", expect=False).failure_exits == (1,)
+    assert KINDS["kip447"].capabilities("eos", expect=False).failure_exits == ()
+
+
+def test_a_streams_run_recorded_before_failure_exits_were_declared_is_judged_by_them():
+    """Its capabilities were recorded without the key; the app exited 1 on failure then too."""
+    recorded = KINDS["streams"].capabilities("eos", expect=False).to_manifest()
+    del recorded["capabilities"]["failure_exits"]
+    manifest = {"workload": "streams", "mode": "eos", **recorded}
+    assert Capabilities.of_manifest(manifest).failure_exits == (1,)

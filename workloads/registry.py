@@ -39,6 +39,7 @@ class WorkloadKind:
     offsets_in_transactions: bool = True  # False: its input offsets live in its checkpoints
     instance_lanes: bool = True  # each instance's clients connect through its own lane
     more_correct_modes: tuple[str, ...] = ()  # beside the first: must PASS too
+    failure_exits: tuple[int, ...] = ()  # its instances' exit statuses that say they failed
 
     @property
     def correct_modes(self) -> tuple[str, ...]:
@@ -54,6 +55,7 @@ class WorkloadKind:
             output_is_copies=not expect,
             assigned_transactional_ids=transactions and self.assigns_transactional_ids,
             offsets_in_transactions=self.offsets_in_transactions,
+            failure_exits=self.failure_exits,
         )
 
 
@@ -87,6 +89,7 @@ KINDS = {
             2,
             "a stateful Kafka Streams app (re-key, aggregate, echo)",
             assigns_transactional_ids=False,
+            failure_exits=(streams.EXIT_FAILED,),
         ),
         WorkloadKind(
             "flink",

@@ -34,6 +34,7 @@ NEEDS_TRANSACTIONS = needing(Evidence.TRANSACTIONS)
 NEEDS_TXN_HISTORY = needing(Evidence.TRANSACTION_HISTORY)
 NEEDS_COORDINATOR_STATES = needing(Evidence.COORDINATOR_STATES)
 NEEDS_OFFSET_COMMITS = needing(Evidence.OFFSET_COMMITS)
+NEEDS_FAILURE_EXITS = needing(Evidence.FAILURE_EXITS)
 EVERY_ANOMALY = Plants(**{plant: 2 for plant in PLANT_CHECKS})
 ALL_EXAMPLES = 1000
 
@@ -339,11 +340,16 @@ def test_history_without_end_state_lists_liveness_and_offset_reads_as_not_applic
 def test_black_box_workload_lists_per_transaction_checks_as_not_applicable(
     spark, tmp_path, workload
 ):
+    """A run dir recorded before capabilities were: judged as its workload declared."""
     run = generate(spark, tmp_path, SHAPE, parquet=False)
     manifest = json.loads((run.run_dir / "run.json").read_text())
+    del manifest["capabilities"]
     (run.run_dir / "run.json").write_text(json.dumps({**manifest, "workload": workload}))
     verdict = check_run(spark, run.run_dir, lineage=False)
-    assert sorted(verdict["not_applicable"]) == sorted({*NEEDS_TXN_HISTORY, *NEVER_APPLIED})
+    undeclared = NEEDS_FAILURE_EXITS if workload != "streams" else ()
+    assert sorted(verdict["not_applicable"]) == sorted(
+        {*NEEDS_TXN_HISTORY, *undeclared, *NEVER_APPLIED}
+    )
     assert "isolation.aborted-offset-read" in verdict["checks"]
 
 
@@ -375,12 +381,15 @@ def test_checks_follow_the_recorded_capabilities_not_the_workload_name(spark, tm
     manifest.update(workload="kip447", **black_box.to_manifest())
     (run.run_dir / "run.json").write_text(json.dumps(manifest))
     verdict = check_run(spark, run.run_dir, lineage=False)
-    assert sorted(verdict["not_applicable"]) == sorted({*NEEDS_TXN_HISTORY, *NEVER_APPLIED})
+    assert sorted(verdict["not_applicable"]) == sorted(
+        {*NEEDS_TXN_HISTORY, *NEEDS_FAILURE_EXITS, *NEVER_APPLIED}
+    )
 
 
 def test_offset_reads_catch_an_aborted_read_without_transaction_history(spark, tmp_path):
     run = generate(spark, tmp_path, SHAPE, Plants(aborted_read=2), parquet=False)
     manifest = json.loads((run.run_dir / "run.json").read_text())
+    del manifest["capabilities"]  # judged as a byo run declares: no transaction history
     (run.run_dir / "run.json").write_text(json.dumps({**manifest, "workload": "byo"}))
     verdict = check_run(spark, run.run_dir, lineage=False)
     assert failing_counts(verdict) == {"isolation.aborted-offset-read": 2}

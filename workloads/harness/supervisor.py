@@ -30,7 +30,7 @@ from typing import Protocol
 
 from eoschaos.clusters import processes
 from eoschaos.clusters.registry import register_run_dir, unregister_run_dir
-from eoschaos.contract.history import SUPERVISOR, HistoryWriter, instance_name
+from eoschaos.contract.history import INSTANCE_KIND, SUPERVISOR, HistoryWriter, instance_name
 
 WATCH_INTERVAL_S = 0.1
 RESTART_AFTER_CLEAN_EXIT_S = 1.0
@@ -250,7 +250,7 @@ class Supervisor:
             if txn_id and txn_id not in self._txn_ids:
                 self._txn_ids.append(txn_id)
         self._history.record(
-            "instance", "ok", "start", instance=instance, incarnation=incarnation, txn_id=txn_id
+            INSTANCE_KIND, "ok", "start", instance=instance, incarnation=incarnation, txn_id=txn_id
         )
         return name
 
@@ -283,7 +283,7 @@ class Supervisor:
             ran_s = time.monotonic() - self._started_at.get(proc.name, time.monotonic())
             processes.remove_pid_file(self.pid_dir, proc.name)
             self._history.record(
-                "instance",
+                INSTANCE_KIND,
                 "info",
                 "exit",
                 instance=info.instance,

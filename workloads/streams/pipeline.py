@@ -17,6 +17,9 @@ from eoschaos.workloads.streams.build import StreamsApp
 
 MODES = ("eos", "alos")  # processing.guarantee exactly_once_v2 / at_least_once
 BUCKETS = 10
+# The app's exit status when it failed on its own: a stream thread died of a fatal error, or it
+# did not close in time (App.java); it stops for SIGTERM with 0 and for a bad environment with 2.
+EXIT_FAILED = 1
 AGGREGATE_READ_TIMEOUT_S = 60.0
 
 

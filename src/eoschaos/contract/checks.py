@@ -32,6 +32,8 @@ class Evidence(Enum):
     END_STATE = "end state"  # log-end rows
     GROUP_OFFSETS = "group offsets"  # the end state's committed offsets of the group
     LAG_BOUND = "a bound on realtime lag"  # the user's --max-lag (run.json's max_lag)
+    # the exit statuses with which the workload's instances say they failed (its capabilities)
+    FAILURE_EXITS = "declared failure exits"
 
 
 class Pass(Enum):
@@ -47,6 +49,7 @@ class Pass(Enum):
     OFFSET_COMMITS = "offset commits"  # each group's committed offsets in log order
     LOG_TRANSACTIONS = "log transactions"  # the transactions the brokers' logs show
     END_STATE = "end state"  # the end rows, on the driver
+    INSTANCES = "instances"  # the supervisor's instance exits, on the driver
     AGGREGATES = "aggregates"  # the pipeline's aggregates against the input
     EXPECTED_OUTPUT = "expected output"  # --expect's results against the output
 
@@ -58,6 +61,7 @@ FROM_SOURCE: dict[Evidence, str] = {
     Evidence.COORDINATOR_STATES: "broker logs",
     Evidence.BATCH_HEADERS: "broker logs",
     Evidence.OFFSET_COMMITS: "broker logs",
+    Evidence.FAILURE_EXITS: "instance exits",
 }
 READS = "reads"  # scans, downstream reads and the end state, which every history has
 
@@ -430,6 +434,18 @@ REALTIME_LAG = CheckSpec(
     "(its lane on the timeline) in that window",
     jepsen=(JepsenName("worst-realtime-lag"),),
 )
+INSTANCE_FAILURE = CheckSpec(
+    "liveness.instance-failure",
+    "An instance of the pipeline exited on its own with a status its workload declares a "
+    "failure (a Kafka Streams instance whose stream thread died of a fatal error, or that "
+    "did not close in time): its client gave up on an error that exactly-once promises to "
+    "survive, even where the supervisor's restart kept the output exactly-once.",
+    Pass.INSTANCES,
+    (Evidence.FAILURE_EXITS,),
+    look="the example instance's log (workload/processor-<instance>.<incarnation>.log): the "
+    "exception its client died of, and the fault on the timeline just before its exit",
+    plants=("instance_failure",),
+)
 AGGREGATE_MISMATCH = CheckSpec(
     "aggregate.mismatch",
     "A stateful pipeline's final aggregate of a key (count, sum, min, max of the ids; the "
@@ -482,6 +498,7 @@ CATALOGUE: dict[str, CheckSpec] = {
         GROUP_OFFSETS,
         UNSEEN,
         REALTIME_LAG,
+        INSTANCE_FAILURE,
         AGGREGATE_MISMATCH,
         EXPECTED_OUTPUT,
     )

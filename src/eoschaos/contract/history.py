@@ -86,6 +86,7 @@ HEADER_FATE = "eoschaos.fate"
 SEEDER = "seeder"
 OBSERVER = "observer"  # the downstream read_committed reader, live during the run
 SUPERVISOR = "supervisor"  # starts and exits of workload instances
+INSTANCE_KIND = "instance"  # its events' kind: f "start", and f "exit" with the status in `error`
 NEMESIS = "nemesis"
 # The key of a healed fault's params (its `ok` row) that says whether it did what it is for:
 # false when it saw that it hit nothing (a broker already down, an instance with no transaction

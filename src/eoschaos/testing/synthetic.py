@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import random
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from eoschaos.checkers.history_io import event_schema, write_parquet
+from eoschaos.contract.capabilities import Capabilities
 from eoschaos.contract.checks import CATALOGUE, GROUP_OFFSETS, INT_POLL_SKIP
 from eoschaos.contract.history import (
     CONSUMER_OFFSETS_TOPIC,
@@ -36,6 +37,7 @@ from eoschaos.contract.history import (
     FINAL_COMMITTED,
     FINAL_UNCOMMITTED,
     HUNG_ERROR_PREFIX,
+    INSTANCE_KIND,
     LOG_ABORTED,
     LOG_BATCH,
     LOG_BATCH_KIND,
@@ -60,6 +62,8 @@ ONGOING_AT, BATCH_AT, MARKER_AT, COMPLETED_AT = 0.05, 0.1, 0.57, 0.58
 PRODUCER_ID_BASE = 1000  # instance i's producer id
 OUTPUT_TOPIC = "output-topic"
 GROUP = "eoschaos-group"
+SYNTHETIC_WORKLOAD = "synthetic"  # judged as a kip447 run, whose capabilities it has
+FAILURE_EXIT = 1  # the status with which the synthetic workload's instances say they failed
 ZOMBIE_PRODUCER_ID = 999  # the planted commit's producer: no instance's (PRODUCER_ID_BASE + i)
 JSONL_MAX_RECORDS = 200_000  # above this, write Parquet: collecting to the driver stops being cheap
 SCAN_STEP = 1e-6  # seconds between two records of one partition in a final scan
@@ -95,6 +99,9 @@ class Plants:
     aggregate_mismatch: int = 0
     stale_commit: int = 0
     input_committed_twice: int = 0
+    # incarnations that exited with the workload's failure status (FAILURE_EXIT) before their
+    # restart: an instance whose client died of a fatal error
+    instance_failure: int = 0
     # Not anomalies, counted informationally: attempts fencing rejected (ILLEGAL_GENERATION),
     # and client calls that blocked past their timeout until the process gave up (hung).
     fenced_attempts: int = 0
@@ -1095,9 +1102,20 @@ class _Tail:
             self._event(
                 "end", "ok", "open-txn", END_STATE, t, txn_id=f"eoschaos-open-{x}", params=params
             )
+        for x in range(plants.instance_failure):
+            self._event(
+                INSTANCE_KIND,
+                "info",
+                "exit",
+                SUPERVISOR,
+                t - 40 - x,
+                instance=x % s.instances,
+                incarnation=0,
+                error=str(FAILURE_EXIT),
+            )
         for i in range(s.instances):
             self._event(
-                "instance",
+                INSTANCE_KIND,
                 "info",
                 "exit",
                 SUPERVISOR,
@@ -1160,6 +1178,10 @@ class _Tail:
             "int_poll_reorder": [at(k * s.txn_size + s.txn_size - 1) for k in targets.poll_reorder],
             "int_send_reorder": [at(k * s.txn_size) for k in targets.send_reorder],
             "int_poll_skip": [at(k * s.txn_size + s.txn_size - 1) for k in targets.poll_skip],
+            "instance_failure": [
+                {"instance": x % s.instances, "incarnation": 0, "status": FAILURE_EXIT}
+                for x in reversed(range(self.plants.instance_failure))
+            ],
         }
 
 
@@ -1180,9 +1202,11 @@ def _write_jsonl(events: DataFrame, directory: Path, shape: RunShape) -> None:
 
 
 def _manifest(shape: RunShape, seed: int, end_time: float) -> dict[str, Any]:
+    judged_as = {"workload": SYNTHETIC_WORKLOAD, "mode": shape.mode}
+    capabilities = replace(Capabilities.of_manifest(judged_as), failure_exits=(FAILURE_EXIT,))
     return {
-        "workload": "synthetic",
-        "mode": shape.mode,
+        **judged_as,
+        **capabilities.to_manifest(),
         "seed": seed,
         "faults": [{"f": "kill", "target": "broker-2"}],
         "records": shape.records,
