@@ -130,14 +130,16 @@ def _judge(
     applicable = [name for name in CATALOGUE if name not in not_applicable]
     passes = {CATALOGUE[name].found_by for name in applicable}
 
-    parts: list[DataFrame] = []  # each pass's anomaly rows, tallied by Spark as one union
+    # each pass's anomaly rows, tallied by Spark as one union; built by the tally's own thread,
+    # so that planning them overlaps the other parts' jobs instead of delaying them all
+    parts: list[Callable[[], DataFrame]] = []
     on_driver: list[Callable[[], dict[str, Tally]]] = []  # passes over collected grains
     if Pass.OFFSETS in passes:
-        parts.append(isolation.offset_findings(history, census))
+        parts.append(functools.partial(isolation.offset_findings, history, census))
     if Pass.SEND_ORDER in passes:
-        parts.append(send_order.send_order_findings(history))
+        parts.append(functools.partial(send_order.send_order_findings, history))
     if Pass.TRANSACTION_ORDER in passes:
-        parts.append(transaction_order.transaction_order_findings(history))
+        parts.append(functools.partial(transaction_order.transaction_order_findings, history))
     if Pass.DELIVERY in passes:
         committed = (
             {
@@ -148,7 +150,7 @@ def _judge(
             if UNSEEN.name in applicable
             else None
         )
-        parts.append(delivery.delivery_findings(history, committed))
+        parts.append(functools.partial(delivery.delivery_findings, history, committed))
     txn_stats: dict[str, Any] = {}
     txns = client_table = client_counts = None
     if passes & {Pass.TRANSACTION_READS, Pass.ZOMBIES}:
@@ -170,7 +172,7 @@ def _judge(
     reads = downstream_reads(history, census, topics.written)
     commits = offset_commits(log)  # read once, by both passes over the coordinators' logs
     if Pass.OFFSET_COMMITS in passes:
-        parts.append(offset_commit_findings(commits))
+        parts.append(functools.partial(offset_commit_findings, commits))
     log_txns = log_rows = pieces = batches = lags = None
     if Pass.LOG_TRANSACTIONS in passes:
         log_rows = producer_rows(log, commits, topics.inputs, topics.written).cache()
@@ -183,16 +185,27 @@ def _judge(
             # each read placed in its batch, by two plans: reads before the marker, and the
             # first reads of committed records from their markers (the realtime lag)
             batches = output_batches(log_rows).cache()
-            parts.append(uncommitted_offset_findings(reads, batches))
+            parts.append(functools.partial(uncommitted_offset_findings, reads, batches))
             lags = first_reads(reads, batches, readers, topics.written)
             if REALTIME_LAG.name in applicable:
-                parts.append(lag_findings(lags, history.manifest["max_lag"]))
+                parts.append(functools.partial(lag_findings, lags, history.manifest["max_lag"]))
     # Each pass's findings, the timeline, the log transactions' stats and the lineage of the
     # whole history read the cached tables and not each other's results: side by side.
     capabilities = Capabilities.of_manifest(history.manifest)
     torn = capabilities.output_is_copies if TORN_TRANSACTION.name in applicable else None
-    run_timeline, lag, unseen, (log_stats, log_tallies), whole_lineage, *tallied = concurrently(
+    (
+        union_tallies,
+        run_timeline,
+        lag,
+        unseen,
+        (log_stats, log_tallies),
+        whole_lineage,
+        *driver_tallies,
+    ) = concurrently(
         spark,
+        # first, as the longest part: one query for every pass's rows (their own stages run
+        # side by side in it; their ranking and collect are done once, not once a pass)
+        lambda: _tally_union(parts, max_examples) if parts else {},
         lambda: timeline(history, census, client_table),
         lambda: (
             lag_figures(lags, census.start, len(topics.written) == 1) if lags is not None else None
@@ -213,10 +226,8 @@ def _judge(
         ),
         lambda: history_lineage(history) if lineage else None,
         *on_driver,
-        # one query for every pass's rows: the passes' own stages run side by side in it, and
-        # their ranking and collect are done once, not once a pass
-        *([functools.partial(tally, _union(parts), max_examples)] if parts else []),
     )
+    tallied = [*driver_tallies, union_tallies]
     tallies = {name: found for part in tallied for name, found in part.items()}
     tallies.update(log_tallies)
     txn_stats.update(log_stats)
@@ -388,9 +399,10 @@ def _overall(checks: dict[str, CheckResult], unfinished: list[str]) -> str:
     return "UNKNOWN" if unfinished else "PASS"
 
 
-def _union(parts: list[DataFrame]) -> DataFrame:
-    """The passes' anomaly rows (`explode_findings`: one schema) as one DataFrame."""
-    return functools.reduce(DataFrame.unionByName, parts)
+def _tally_union(parts: list[Callable[[], DataFrame]], max_examples: int) -> dict[str, Tally]:
+    """The passes' anomaly rows (`explode_findings`: one schema), planned here and tallied as
+    one DataFrame."""
+    return tally(functools.reduce(DataFrame.unionByName, [part() for part in parts]), max_examples)
 
 
 def _not_applicable(history: History, census: Census) -> dict[str, str]:
