@@ -68,11 +68,11 @@ def instance_failure_tally(
         {
             "instance": row["instance"],
             "incarnation": row["incarnation"],
-            "status": _status(row["error"]),
+            "status": status,
             "at_s": round(row["time"] - census.start, 1) if census.start is not None else None,
         }
         for row in census.exits
-        if _status(row["error"]) in failure_exits
+        if (status := _status(row["error"])) in failure_exits
     ]
     return {INSTANCE_FAILURE.name: Tally(count=len(failures), examples=failures[:max_examples])}
 

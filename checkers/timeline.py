@@ -28,6 +28,7 @@ from eoschaos.contract.history import (
     CHECKPOINT_RESTORE,
     CHECKPOINT_TRIGGER,
     FINAL_SCANS,
+    INSTANCE_KIND,
 )
 
 LANE_BINS = 1500  # a lane's resolution: bins per run, so a 10-minute run costs what 1 does
@@ -38,7 +39,7 @@ ACTIVITY_GAP_BINS = 4  # idle gaps shorter than this do not split a lane's activ
 # A transaction's outcome as its bar shows it; a bin several touch shows the worst.
 OUTCOMES = ("committed", "unknown", "aborted", "fenced")
 # events about the instance they name
-OWN_KINDS = ("instance", "txn", "rebalance", CHECKPOINT_KIND)
+OWN_KINDS = (INSTANCE_KIND, "txn", "rebalance", CHECKPOINT_KIND)
 SERIES = ("sends", "commits", "reads")
 
 
@@ -154,7 +155,7 @@ def _lanes(history: History, bins: Bins) -> tuple[dict[str, dict], dict[int, dic
     """Per lane: when it was active (runs of busy bins), and an instance's start and exit; and
     per bin, the throughput series' counts -- all from one aggregation of the events."""
     instance_lane = _instance_lane()
-    lifecycle = F.col("kind") == "instance"
+    lifecycle = F.col("kind") == INSTANCE_KIND
     series = _series()
     rows = (
         history.events.select(

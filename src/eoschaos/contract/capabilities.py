@@ -41,8 +41,9 @@ class Capabilities:
         workload = manifest.get("workload")
         legacy_failure_exits = LEGACY_FAILURE_EXITS.get(workload, ())
         if MANIFEST_KEY in manifest:
-            declared = {"failure_exits": legacy_failure_exits, **manifest[MANIFEST_KEY]}
-            return cls(**{**declared, "failure_exits": tuple(declared["failure_exits"])})
+            recorded = manifest[MANIFEST_KEY]
+            failure_exits = tuple(recorded.get("failure_exits", legacy_failure_exits))
+            return cls(**{**recorded, "failure_exits": failure_exits})
         transactions = manifest.get("mode") != "alos"
         return cls(
             transactions=transactions,
