@@ -177,6 +177,20 @@ CATALOGUE: dict[str, FaultSpec] = {
             params={"limit": 10},
             needs_protocol_proxy=True,
         ),
+        # The 99-duplicates lead's window (docs/findings.md) made on purpose: held until the
+        # instance's session (6 s in kip447) has expired and its partitions moved, and healed
+        # before kip447's 20 s transaction timeout, so the held commit still commits, as the
+        # lead's did.
+        FaultSpec(
+            "pending-commit",
+            "instance",
+            14.0,
+            "hold an instance's next commit (EndTxn) in the protocol proxy and freeze the "
+            "instance: its partitions move while their transactional offset commit is "
+            "pending; heal: deliver the commit, then thaw the instance",
+            needs_lane=True,
+            needs_protocol_proxy=True,
+        ),
         FaultSpec(
             "duplicate-produce",
             "instance",

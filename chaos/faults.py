@@ -32,6 +32,10 @@ HEAL_TIMEOUT_S = 120.0
 ZOMBIE_TRIGGER_WAIT_S = 20.0
 # How long a heal waits for a stale EndTxn to land and be answered: far past any late_ms.
 STALE_LANDING_WAIT_S = 30.0
+# How long a pending commit's heal waits between delivering the held commit and thawing its
+# instance: a client thawed at once finds the request past its timeout and retries the commit
+# while the held one is still on its way, which is another fault (stale-endtxn).
+PENDING_COMMIT_ANSWER_WAIT_S = 1.0
 
 Heal = Callable[[], None]
 
@@ -420,6 +424,43 @@ def unstable_offset_fetch(ctx: FaultContext, params: dict[str, Any]) -> Heal:
     return _removing_rule(proxy, rule_id, params, "answered")
 
 
+def pending_commit(ctx: FaultContext, params: dict[str, Any]) -> Heal:
+    """The 99-duplicates lead's window (docs/findings.md), made on purpose rather than by
+    chance: the protocol proxy holds the instance's next commit (EndTxn), so the offsets its
+    transaction sent are written and pending at the group coordinator, and the instance is
+    frozen as soon as the commit is held. Its session expires, its partitions move to the other
+    members, and their offset fetches meet the pending commit: a correct read_committed member
+    is told UNSTABLE_OFFSET_COMMIT and waits; one told "no committed offset" starts where
+    auto.offset.reset says and processes again what the held transaction consumed. The heal
+    delivers the held commit while the instance is still frozen (the transaction commits unless
+    it timed out meanwhile) and thaws it PENDING_COMMIT_ANSWER_WAIT_S later. No commit held
+    within ZOMBIE_TRIGGER_WAIT_S: nothing frozen, and the fault took no effect."""
+    instance = params["instance"]
+    proxy, rule_id = _own_lane_rule(
+        ctx, params, "pending-commit", api="EndTxn", action="hold", limit=1
+    )
+    deadline = time.monotonic() + ZOMBIE_TRIGGER_WAIT_S
+    while not proxy.rule(rule_id)["effects"]["held"] and time.monotonic() < deadline:
+        time.sleep(0.02)
+    view = proxy.rule(rule_id)
+    if not view["effects"]["held"]:
+        proxy.remove_rule(rule_id, release=True)
+        params[FAULT_TOOK_EFFECT] = False
+        return lambda: None
+    ctx.workload.pause_instance(instance)
+
+    def heal() -> None:
+        effects = proxy.rule(rule_id)["effects"]
+        proxy.remove_rule(rule_id, release=True)
+        params["effects"] = {name: count for name, count in effects.items() if count}
+        held_ms = time.time() * 1000 - _moments(view)["held"]
+        params["pending_s"] = round(held_ms / 1000, 3)  # the commit held, its offsets pending
+        time.sleep(PENDING_COMMIT_ANSWER_WAIT_S)
+        ctx.workload.resume_instance(instance)
+
+    return heal
+
+
 def stale_endtxn(ctx: FaultContext, params: dict[str, Any]) -> Heal:
     """KAFKA-17754's reordering (docs/findings.md): the protocol proxy holds the instance's next
     EndTxn (its commit), and the connection behind it, as a stalled TCP stream would. When the
@@ -536,4 +577,5 @@ UNITS: dict[str, Callable[[FaultContext, dict[str, Any]], Heal]] = {
     "duplicate-produce": duplicate_produce,
     "stale-endtxn": stale_endtxn,
     "unstable-offset-fetch": unstable_offset_fetch,
+    "pending-commit": pending_commit,
 }

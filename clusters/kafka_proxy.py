@@ -173,9 +173,13 @@ class KafkaProxyAPI:
     def add_rule(self, rule: ProtocolRule) -> None:
         self._call("POST", "/rules", rule.to_json())
 
+    def rules(self) -> list[dict[str, Any]]:
+        """Every rule, each with its effects (counts) and events (its holds' moments)."""
+        return self._call("GET", "/rules")
+
     def rule(self, rule_id: str) -> dict[str, Any]:
         """The rule with its effects (counts) and events (its holds' moments)."""
-        for view in self._call("GET", "/rules"):
+        for view in self.rules():
             if view["id"] == rule_id:
                 return view
         raise KafkaProxyError(f"no rule {rule_id!r}")

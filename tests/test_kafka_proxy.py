@@ -9,6 +9,7 @@ tests in clusters/kafka_proxy test the framing itself.
 from __future__ import annotations
 
 import json
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -331,6 +332,90 @@ def test_unstable_offset_fetch_is_retried_and_the_group_resumes_at_its_committed
     assert first == {0: 10, 1: 10}
     params = _fault_params(tmp_path)
     assert params["effects"]["answered"] == 3 and params["took_effect"] is True
+
+
+@dataclass
+class _FreezableAim(Aim):
+    """An aim whose instance freezes and thaws are recorded: instance 0 is the test's own."""
+
+    moments: list[str] = field(default_factory=list)
+
+    def pause_instance(self, instance: int) -> None:
+        self.moments.append("frozen")
+
+    def resume_instance(self, instance: int) -> None:
+        self.moments.append("thawed")
+
+
+def _read_committed_member(bootstrap: str, group: str) -> Consumer:
+    return Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "isolation.level": "read_committed",  # asks for stable offsets
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "log_level": 3,
+        }
+    )
+
+
+def test_a_member_taking_over_partitions_whose_commit_is_pending_starts_where_it_commits(
+    cluster, nemesis, tmp_path
+):
+    """The pending-commit fault's window: instance 0's transaction sent offset 15 of both
+    partitions (10 is stable) and its commit is held. A read_committed member that takes the
+    partitions over meanwhile reads nothing while the commit is held, and starts at 15 once it
+    is delivered: not at the stable 10, nor at the earliest offset, where an answer of "no
+    committed offset" would put it (the 99-duplicates lead of docs/findings.md)."""
+    topic, group = _group_committed_at_10(cluster)
+    aim = _FreezableAim(
+        _topic(cluster), group=group, instance_count=1, txn_id=f"txn-{uuid.uuid4().hex[:8]}"
+    )
+    owner = _read_committed_member(cluster.instance_bootstrap(0), group)
+    owner.subscribe([topic])
+    assert _first_offsets(lambda: owner.consume(100, timeout=0.5)) == {0: 10, 1: 10}
+    producer = _in_a_transaction(cluster, aim, b"out")
+    consumed = [TopicPartition(topic, partition, 15) for partition in (0, 1)]
+    producer.send_offsets_to_transaction(consumed, owner.consumer_group_metadata(), 30)
+    hurt = nemesis(aim)
+    started: list[object] = []
+    fault = threading.Thread(
+        target=lambda: started.append(hurt.start(_event("pending-commit", "instance:0")))
+    )
+    fault.start()  # returns once it holds the commit, or gives up after 20 s
+    assert until(lambda: cluster.kafka_proxy.rules(), 10)  # its rule is in place
+    outcome: list[BaseException | None] = []
+    committing = threading.Thread(target=_outcome_of, args=(producer.commit_transaction, outcome))
+    committing.start()
+    fault.join(30)
+    (active,) = started
+    assert aim.moments == ["frozen"]
+    owner.close()  # as a frozen member's session ends: the partitions move
+    taker = _read_committed_member(cluster.bootstrap, group)
+    taker.subscribe([topic])
+    try:
+        assert _first_offsets(lambda: taker.consume(100, timeout=0.5), wait_s=5) == {}
+        hurt.heal(active=active)
+        committing.join(30)
+        assert outcome == [None]  # the held commit committed
+        assert _first_offsets(lambda: taker.consume(100, timeout=0.5)) == {0: 15, 1: 15}
+    finally:
+        taker.close()
+    assert aim.moments == ["frozen", "thawed"]
+    params = _fault_params(tmp_path)
+    assert params["took_effect"] is True and params["effects"]["held"] == 1
+    assert params["pending_s"] > 5
+
+
+def _outcome_of(call: Callable[[], object], outcome: list[BaseException | None]) -> None:
+    """Run `call`, noting the exception it raised or None."""
+    try:
+        call()
+    except BaseException as error:  # noted for the test to assert on
+        outcome.append(error)
+    else:
+        outcome.append(None)
 
 
 @pytest.mark.parametrize(
