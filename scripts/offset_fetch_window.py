@@ -9,7 +9,9 @@ Read from the run directory only: the group's transactional offset commits in
 start offset from librdkafka's debug lines in the kip447 processors' logs ("Starting pending
 assigned partition ... at offset N"). Per run: the longest pending commit, committed offsets
 that went backwards, the assignment starts, those inside a pending commit of their partition,
-and those below the stable committed offset (the lead's anomaly).
+and those below the stable committed offset (the lead's anomaly); and the assignments whose
+committed offsets were fetched while a commit of their partition was pending (the lead's
+window met: "Querying committed offset for pending assigned partition ...").
 """
 
 from __future__ import annotations
@@ -27,6 +29,11 @@ from eoschaos.matrix.runner import run_dirs
 _START = re.compile(
     r"^%7\|(?P<time>[\d.]+)\|SRVPEND\|.*Starting pending assigned partition (?P<topic>\S+) "
     r"\[(?P<partition>\d+)\] at offset (?P<offset>\S+)"
+)
+# an assignment's committed-offset fetch going out: inside a pending commit, the lead's window
+_QUERY = re.compile(
+    r"^%7\|(?P<time>[\d.]+)\|SRVPEND\|.*Querying committed offset for pending assigned "
+    r"partition (?P<topic>\S+) \[(?P<partition>\d+)\]"
 )
 
 
@@ -65,15 +72,23 @@ def describe(run: Path) -> str:
     for commit in stable:
         backwards += commit.offset < highest.get(commit.partition, -1)
         highest[commit.partition] = max(highest.get(commit.partition, -1), commit.offset)
-    starts = inside = below = 0
+
+    def pending(partition: int, at: float) -> bool:
+        return any(c.partition == partition and c.written <= at < c.decided for c in commits)
+
+    starts = inside = below = queried_pending = 0
     for log in sorted((run / "workload").glob("processor-*.log")):
         with open(log, errors="replace") as lines:
-            for match in filter(None, map(_START.match, lines)):
+            for line in lines:
+                query = _QUERY.match(line)
+                if query:
+                    queried_pending += pending(int(query["partition"]), float(query["time"]))
+                match = _START.match(line)
+                if match is None:
+                    continue
                 at, partition = float(match["time"]), int(match["partition"])
                 starts += 1
-                inside += any(
-                    c.partition == partition and c.written <= at < c.decided for c in commits
-                )
+                inside += pending(partition, at)
                 then = [c.offset for c in stable if c.partition == partition and c.decided <= at]
                 offset = match["offset"]
                 started = int(offset) if offset.isdigit() else 0  # INVALID: from the beginning
@@ -86,8 +101,9 @@ def describe(run: Path) -> str:
     longest = max((c.decided - c.written for c in commits), default=0.0)
     return (
         f"{run.name}: {verdict} | longest pending commit {longest:.1f} s | committed offsets "
-        f"backwards {backwards} | assignment starts {starts}, inside a pending commit {inside}, "
-        f"below the stable offset {below}"
+        f"backwards {backwards} | offsets fetched while a commit was pending {queried_pending} "
+        f"| assignment starts {starts}, inside a pending commit {inside}, below the stable "
+        f"offset {below}"
     )
 
 
