@@ -191,6 +191,18 @@ CATALOGUE: dict[str, FaultSpec] = {
             needs_lane=True,
             needs_protocol_proxy=True,
         ),
+        # A crash landing in the window of a commit: after what a client does before it
+        # commits (Kafka Streams flushes its state stores to disk) and before the commit, a
+        # window of milliseconds that a plain crash almost never hits (KAFKA-20685).
+        FaultSpec(
+            "crash-in-commit",
+            "instance",
+            0.0,
+            "hold an instance's next commit (EndTxn) in the protocol proxy and kill -9 the "
+            "instance while it is held; the commit never arrives, its supervisor replaces it",
+            needs_lane=True,
+            needs_protocol_proxy=True,
+        ),
         FaultSpec(
             "duplicate-produce",
             "instance",

@@ -436,16 +436,8 @@ def pending_commit(ctx: FaultContext, params: dict[str, Any]) -> Heal:
     it timed out meanwhile) and thaws it PENDING_COMMIT_ANSWER_WAIT_S later. No commit held
     within ZOMBIE_TRIGGER_WAIT_S: nothing frozen, and the fault took no effect."""
     instance = params["instance"]
-    proxy, rule_id = _own_lane_rule(
-        ctx, params, "pending-commit", api="EndTxn", action="hold", limit=1
-    )
-    deadline = time.monotonic() + ZOMBIE_TRIGGER_WAIT_S
-    while not proxy.rule(rule_id)["effects"]["held"] and time.monotonic() < deadline:
-        time.sleep(0.02)
-    view = proxy.rule(rule_id)
-    if not view["effects"]["held"]:
-        proxy.remove_rule(rule_id, release=True)
-        params[FAULT_TOOK_EFFECT] = False
+    proxy, rule_id, view = _hold_next_commit(ctx, params, "pending-commit")
+    if view is None:
         return lambda: None
     ctx.workload.pause_instance(instance)
 
@@ -459,6 +451,42 @@ def pending_commit(ctx: FaultContext, params: dict[str, Any]) -> Heal:
         ctx.workload.resume_instance(instance)
 
     return heal
+
+
+def crash_in_commit(ctx: FaultContext, params: dict[str, Any]) -> Heal:
+    """A crash inside a commit: the protocol proxy holds the instance's next commit (EndTxn),
+    the instance is killed (-9) while it is held, and the held request is dropped, so the
+    instance dies after all it does before committing and the transaction is aborted (by its
+    replacement's InitProducerId, or its timeout). Kafka Streams flushes its state stores
+    before it commits, so the store files on disk then hold writes of a transaction that will
+    be aborted: a restart must wipe them (under exactly-once) or restore over them, and one
+    that reuses them (KAFKA-20685, docs/findings.md) aggregates again on top of them. No
+    commit held within ZOMBIE_TRIGGER_WAIT_S: nothing killed, and the fault took no effect."""
+    proxy, rule_id, view = _hold_next_commit(ctx, params, "crash-in-commit")
+    if view is not None:
+        ctx.workload.kill_instance(params["instance"])
+        effects = proxy.rule(rule_id)["effects"]
+        proxy.remove_rule(rule_id, release=False)  # the commit dies with its instance
+        params["effects"] = {name: count for name, count in effects.items() if count}
+    return lambda: None  # the workload's supervisor starts the replacement
+
+
+def _hold_next_commit(
+    ctx: FaultContext, params: dict[str, Any], fault: str
+) -> tuple[KafkaProxyAPI, str, dict[str, Any] | None]:
+    """Hold the instance's next EndTxn on its own lane; the proxy, the rule's id and its view
+    once a commit is held. None for the view if none was within ZOMBIE_TRIGGER_WAIT_S: the
+    rule is removed then, and the fault took no effect."""
+    proxy, rule_id = _own_lane_rule(ctx, params, fault, api="EndTxn", action="hold", limit=1)
+    deadline = time.monotonic() + ZOMBIE_TRIGGER_WAIT_S
+    while not proxy.rule(rule_id)["effects"]["held"] and time.monotonic() < deadline:
+        time.sleep(0.02)
+    view = proxy.rule(rule_id)
+    if view["effects"]["held"]:
+        return proxy, rule_id, view
+    proxy.remove_rule(rule_id, release=True)
+    params[FAULT_TOOK_EFFECT] = False
+    return proxy, rule_id, None
 
 
 def stale_endtxn(ctx: FaultContext, params: dict[str, Any]) -> Heal:
@@ -578,4 +606,5 @@ UNITS: dict[str, Callable[[FaultContext, dict[str, Any]], Heal]] = {
     "stale-endtxn": stale_endtxn,
     "unstable-offset-fetch": unstable_offset_fetch,
     "pending-commit": pending_commit,
+    "crash-in-commit": crash_in_commit,
 }

@@ -9,6 +9,9 @@ tests in clusters/kafka_proxy test the framing itself.
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -406,6 +409,59 @@ def test_a_member_taking_over_partitions_whose_commit_is_pending_starts_where_it
     params = _fault_params(tmp_path)
     assert params["took_effect"] is True and params["effects"]["held"] == 1
     assert params["pending_s"] > 5
+
+
+# Instance 0 as a process of its own: one transaction of one record, then its commit.
+_COMMITTING_CLIENT = """
+import sys
+from confluent_kafka import Producer
+bootstrap, txn_id, topic = sys.argv[1:4]
+producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id, "log_level": 0})
+producer.init_transactions(30)
+producer.begin_transaction()
+producer.produce(topic, value=b"doomed")
+producer.flush(30)
+producer.commit_transaction(60)
+"""
+
+
+@dataclass
+class _ProcessAim(Aim):
+    """An aim whose instance 0 is a real process, killed -9 by the fault."""
+
+    process: subprocess.Popen | None = None
+
+    def kill_instance(self, instance: int) -> None:
+        assert self.process is not None
+        self.process.kill()
+
+
+def test_crash_in_commit_kills_the_instance_while_its_commit_is_held_and_it_never_commits(
+    cluster, nemesis, tmp_path
+):
+    """The instance dies with its commit held; the commit never reaches the coordinator, so
+    the transaction is aborted by the replacement's InitProducerId and nothing of it is ever
+    read_committed: only the replacement's own transaction is."""
+    aim = _ProcessAim(_topic(cluster), instance_count=1, txn_id=f"txn-{uuid.uuid4().hex[:8]}")
+    hurt = nemesis(aim)
+    started: list[object] = []
+    fault = threading.Thread(
+        target=lambda: started.append(hurt.start(_event("crash-in-commit", "instance:0")))
+    )
+    fault.start()  # returns once it killed the instance with its commit held
+    assert until(lambda: cluster.kafka_proxy.rules(), 10)  # its rule is in place
+    argv = [cluster.instance_bootstrap(0), aim.txn_id, aim.input_topic]
+    aim.process = subprocess.Popen([sys.executable, "-c", _COMMITTING_CLIENT, *argv])
+    fault.join(30)
+    (active,) = started
+    hurt.heal(active=active)  # records what the fault did
+    assert aim.process.wait(10) == -signal.SIGKILL
+    replacement = _in_a_transaction(cluster, aim, b"after")  # its InitProducerId aborts
+    replacement.commit_transaction(30)
+    assert _committed(cluster, aim.input_topic, 1) == [b"after"]
+    params = _fault_params(tmp_path)
+    assert params["took_effect"] is True and params["effects"]["held"] == 1
+    assert cluster.kafka_proxy.rules() == []  # the held commit went with the rule
 
 
 def _outcome_of(call: Callable[[], object], outcome: list[BaseException | None]) -> None:
