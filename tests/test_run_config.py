@@ -105,6 +105,15 @@ def test_run_json_names_the_streams_apps_kafka_client_the_clusters_by_default():
     assert older.command_line()[-2:] == ["--client-version", "3.9.2"]
 
 
+def test_a_streams_runs_own_number_of_aggregate_keys_is_kept_only_where_it_was_asked():
+    many = RunConfig.from_options(workload="streams", buckets=1000)
+    assert many.to_manifest()["buckets"] == 1000
+    assert many.command_line()[-2:] == ["--buckets", "1000"]
+    default = RunConfig.from_options(workload="streams")
+    assert "buckets" not in default.to_manifest()
+    assert "--buckets" not in default.command_line()
+
+
 def test_a_bound_on_realtime_lag_is_kept_in_run_json_and_its_command():
     config = RunConfig.from_options(max_lag=2.5)
     assert config.to_manifest()["max_lag"] == 2.5

@@ -138,6 +138,10 @@ def check_options(config: PipelineConfig) -> None:
             f"--client-version is for --workload streams (the Kafka client its app is built "
             f"against), not {name}"
         )
+    if name != "streams" and config.buckets:
+        raise EoschaosError(
+            f"--buckets is for --workload streams (its aggregate's keys), not {name}"
+        )
 
 
 def _check_topics(config: PipelineConfig) -> None:
@@ -222,7 +226,7 @@ def build_workload(
         )
     elif config.workload == "streams":
         app = build_streams_app(config.client_version or dist.version, progress)
-        pipeline = streams.StreamsPipeline(app, config.output_topic)
+        pipeline = streams.StreamsPipeline(app, config.output_topic, config.buckets or None)
     elif config.workload == "spark":
         pipeline = spark.SparkPipeline(config.mode, config.transactional_id_prefix)
     elif config.workload == "flink":

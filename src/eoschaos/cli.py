@@ -184,6 +184,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="streams: the Kafka client version its app is built against (default: the "
         "cluster's; 3.9.2 on a 4.x cluster runs transaction protocol 1)",
     )
+    run.add_argument(
+        "--buckets",
+        type=_positive_int,
+        help="streams: the keys its aggregate keeps, id mod BUCKETS (default 10)",
+    )
     run.add_argument("--out", type=Path, help="run dir to create (new or empty)")
     run.add_argument("--spark-master", help="Spark master (default local[*])")
     run.add_argument(

@@ -63,6 +63,7 @@ PIPELINE_OPTIONS = (
     "run_tag",
     "group",
     "client_version",
+    "buckets",
 )
 RUN_OPTIONS = (
     "faults",
@@ -177,7 +178,7 @@ class RunConfig:
         if self.workload == "streams":  # the client its app was built against, always named
             pipeline["client_version"] = self.pipeline.client_version or self.kafka_version
         # only where the user gave them
-        for name in ("input", "input_id_from", "pipeline_image"):
+        for name in ("input", "input_id_from", "pipeline_image", "buckets"):
             if not pipeline[name]:
                 pipeline.pop(name)
         # The topic lists as created (the run's tag after each name: what the history's
@@ -353,6 +354,8 @@ class RunConfig:
         line += ["--partitions", str(pipeline.partitions), "--kafka-version", self.kafka_version]
         if pipeline.client_version:
             line += ["--client-version", pipeline.client_version]
+        if pipeline.buckets:
+            line += ["--buckets", str(pipeline.buckets)]
         if not self.recovery_wait:
             line += ["--no-recovery-wait"]
         if pipeline.non_idempotent_seeder:

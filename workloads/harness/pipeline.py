@@ -108,6 +108,9 @@ class PipelineConfig:
     # streams: the Kafka client version the app is built against (empty: the cluster's). A
     # 3.x client on a 4.x cluster keeps the transaction protocol of version 1 (KIP-890).
     client_version: str = ""
+    # streams: how many keys its aggregate keeps (id mod buckets); 0: the app's own 10. Many
+    # keys make each transaction touch keys that no later one writes (KAFKA-20685)
+    buckets: int = 0
     extra_env: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

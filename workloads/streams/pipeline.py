@@ -16,7 +16,7 @@ from eoschaos.workloads.harness.supervisor import Launch, Supervisor
 from eoschaos.workloads.streams.build import StreamsApp
 
 MODES = ("eos", "alos")  # processing.guarantee exactly_once_v2 / at_least_once
-BUCKETS = 10
+BUCKETS = 10  # the aggregate's keys unless the run asks for more (--buckets)
 # The app's exit status when it failed on its own: a stream thread died of a fatal error, or it
 # did not close in time (App.java); it stops for SIGTERM with 0 and for a bad environment with 2.
 EXIT_FAILED = 1
@@ -31,8 +31,9 @@ class StreamsPipeline:
     observer_isolation = "read_committed"
     joins_group = True  # application.id is the group: faults wait for every instance
 
-    def __init__(self, app: StreamsApp, output_topic: str) -> None:
+    def __init__(self, app: StreamsApp, output_topic: str, buckets: int | None = None) -> None:
         self._app = app
+        self._buckets = buckets or BUCKETS
         self._aggregates = aggregate_topic(output_topic)
         self.extra_topics = (self._aggregates,)
 
@@ -40,7 +41,10 @@ class StreamsPipeline:
         """Nothing to write: the app reads the environment."""
 
     def launch(self, instance: int, incarnation: int, env: dict[str, str]) -> Launch:
-        extra = {"EOSCHAOS_AGGREGATE_TOPIC": self._aggregates, "EOSCHAOS_BUCKETS": str(BUCKETS)}
+        extra = {
+            "EOSCHAOS_AGGREGATE_TOPIC": self._aggregates,
+            "EOSCHAOS_BUCKETS": str(self._buckets),
+        }
         return Launch(self._app.command(), {**env, **extra})
 
     def transactional_id(self, instance: int, incarnation: int) -> str | None:
@@ -50,7 +54,9 @@ class StreamsPipeline:
         return None
 
     def record_outputs(self, bootstrap: str, run_dir: Path) -> None:
-        record_aggregates(bootstrap, run_dir, self._aggregates, BUCKETS, AGGREGATE_READ_TIMEOUT_S)
+        record_aggregates(
+            bootstrap, run_dir, self._aggregates, self._buckets, AGGREGATE_READ_TIMEOUT_S
+        )
 
     def in_crash_window(self, state_dir: Path, since: float, output_end: Callable[[], int]) -> bool:
         return True  # any moment will do
