@@ -148,6 +148,11 @@ def test_zero_brokers_is_a_usage_error(eoschaos):
         ),
         (["--client-version", "3.9.2"], "--client-version is for --workload streams"),
         (["--buckets", "1000"], "--buckets is for --workload streams"),
+        (["--streams-config", "a=1"], "--streams-config is for --workload streams"),
+        (
+            ["--workload", "streams", "--streams-config", "commit.interval.ms"],
+            "'commit.interval.ms' is not KEY=VALUE",
+        ),
         (["--workload", "streams", "--client-version", "3.9"], "'3.9' is not a Kafka version"),
         (["--start-timeout", "0"], "--start-timeout must be > 0 seconds"),
         (["--max-lag", "0"], "--max-lag must be > 0 seconds"),

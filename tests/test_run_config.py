@@ -114,6 +114,13 @@ def test_a_streams_runs_own_number_of_aggregate_keys_is_kept_only_where_it_was_a
     assert "--buckets" not in default.command_line()
 
 
+def test_a_streams_runs_own_settings_for_its_app_are_kept_only_where_they_were_asked():
+    tuned = RunConfig.from_options(workload="streams", streams_config="commit.interval.ms=1000")
+    assert tuned.to_manifest()["streams_config"] == "commit.interval.ms=1000"
+    assert tuned.command_line()[-2:] == ["--streams-config", "commit.interval.ms=1000"]
+    assert "streams_config" not in RunConfig.from_options(workload="streams").to_manifest()
+
+
 def test_a_bound_on_realtime_lag_is_kept_in_run_json_and_its_command():
     config = RunConfig.from_options(max_lag=2.5)
     assert config.to_manifest()["max_lag"] == 2.5

@@ -138,6 +138,12 @@ def check_options(config: PipelineConfig) -> None:
             f"--client-version is for --workload streams (the Kafka client its app is built "
             f"against), not {name}"
         )
+    if config.streams_config:
+        if name != "streams":
+            raise EoschaosError(
+                f"--streams-config is for --workload streams (its app's settings), not {name}"
+            )
+        streams.check_streams_config(config.streams_config)
     if name != "streams" and config.buckets:
         raise EoschaosError(
             f"--buckets is for --workload streams (its aggregate's keys), not {name}"
@@ -226,7 +232,9 @@ def build_workload(
         )
     elif config.workload == "streams":
         app = build_streams_app(config.client_version or dist.version, progress)
-        pipeline = streams.StreamsPipeline(app, config.output_topic, config.buckets or None)
+        pipeline = streams.StreamsPipeline(
+            app, config.output_topic, config.buckets or None, config.streams_config
+        )
     elif config.workload == "spark":
         pipeline = spark.SparkPipeline(config.mode, config.transactional_id_prefix)
     elif config.workload == "flink":

@@ -189,6 +189,11 @@ def build_parser() -> argparse.ArgumentParser:
         type=_positive_int,
         help="streams: the keys its aggregate keeps, id mod BUCKETS (default 10)",
     )
+    run.add_argument(
+        "--streams-config",
+        help="streams: Kafka Streams settings over its app's own, KEY=VALUE,... (the app's "
+        "eoschaos.rocksdb.write.buffer.bytes sizes its stores' memtables)",
+    )
     run.add_argument("--out", type=Path, help="run dir to create (new or empty)")
     run.add_argument("--spark-master", help="Spark master (default local[*])")
     run.add_argument(

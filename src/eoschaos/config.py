@@ -64,6 +64,7 @@ PIPELINE_OPTIONS = (
     "group",
     "client_version",
     "buckets",
+    "streams_config",
 )
 RUN_OPTIONS = (
     "faults",
@@ -178,7 +179,7 @@ class RunConfig:
         if self.workload == "streams":  # the client its app was built against, always named
             pipeline["client_version"] = self.pipeline.client_version or self.kafka_version
         # only where the user gave them
-        for name in ("input", "input_id_from", "pipeline_image", "buckets"):
+        for name in ("input", "input_id_from", "pipeline_image", "buckets", "streams_config"):
             if not pipeline[name]:
                 pipeline.pop(name)
         # The topic lists as created (the run's tag after each name: what the history's
@@ -356,6 +357,8 @@ class RunConfig:
             line += ["--client-version", pipeline.client_version]
         if pipeline.buckets:
             line += ["--buckets", str(pipeline.buckets)]
+        if pipeline.streams_config:
+            line += ["--streams-config", pipeline.streams_config]
         if not self.recovery_wait:
             line += ["--no-recovery-wait"]
         if pipeline.non_idempotent_seeder:

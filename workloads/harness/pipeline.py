@@ -111,6 +111,9 @@ class PipelineConfig:
     # streams: how many keys its aggregate keeps (id mod buckets); 0: the app's own 10. Many
     # keys make each transaction touch keys that no later one writes (KAFKA-20685)
     buckets: int = 0
+    # streams: Kafka Streams settings over its app's own, KEY=VALUE,...; the app's own key
+    # eoschaos.rocksdb.write.buffer.bytes sizes its stores' memtables
+    streams_config: str = ""
     extra_env: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from eoschaos.contract.errors import EoschaosError
 from eoschaos.workloads.harness.final import record_aggregates
 from eoschaos.workloads.harness.supervisor import Launch, Supervisor
 from eoschaos.workloads.streams.build import StreamsApp
@@ -23,6 +24,17 @@ EXIT_FAILED = 1
 AGGREGATE_READ_TIMEOUT_S = 60.0
 
 
+def check_streams_config(line: str) -> None:
+    """Bad input unless `line` is KEY=VALUE pairs, comma-separated (the app reads it so)."""
+    for pair in line.split(","):
+        key, equals, _value = pair.partition("=")
+        if not (equals and key.strip()):
+            raise EoschaosError(
+                f"--streams-config: {pair!r} is not KEY=VALUE; give Kafka Streams settings as "
+                "KEY=VALUE,KEY=VALUE (e.g. commit.interval.ms=1000)"
+            )
+
+
 def aggregate_topic(output_topic: str) -> str:
     return f"{output_topic}-aggregates"
 
@@ -31,9 +43,16 @@ class StreamsPipeline:
     observer_isolation = "read_committed"
     joins_group = True  # application.id is the group: faults wait for every instance
 
-    def __init__(self, app: StreamsApp, output_topic: str, buckets: int | None = None) -> None:
+    def __init__(
+        self,
+        app: StreamsApp,
+        output_topic: str,
+        buckets: int | None = None,
+        streams_config: str = "",
+    ) -> None:
         self._app = app
         self._buckets = buckets or BUCKETS
+        self._streams_config = streams_config
         self._aggregates = aggregate_topic(output_topic)
         self.extra_topics = (self._aggregates,)
 
@@ -44,6 +63,7 @@ class StreamsPipeline:
         extra = {
             "EOSCHAOS_AGGREGATE_TOPIC": self._aggregates,
             "EOSCHAOS_BUCKETS": str(self._buckets),
+            "EOSCHAOS_STREAMS_CONFIG": self._streams_config,
         }
         return Launch(self._app.command(), {**env, **extra})
 

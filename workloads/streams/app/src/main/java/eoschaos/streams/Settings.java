@@ -1,5 +1,6 @@
 package eoschaos.streams;
 
+import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Properties;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
@@ -23,7 +24,8 @@ record Settings(
     boolean exactlyOnce,
     int instance,
     int incarnation,
-    int buckets) {
+    int buckets,
+    Map<String, String> overrides) {
 
   static final int DEFAULT_BUCKETS = 10;
 
@@ -44,7 +46,28 @@ record Settings(
         mode.equals("eos"),
         number(env, "EOSCHAOS_INSTANCE", null, 0),
         number(env, "EOSCHAOS_INCARNATION", null, 0),
-        number(env, "EOSCHAOS_BUCKETS", DEFAULT_BUCKETS, 1));
+        number(env, "EOSCHAOS_BUCKETS", DEFAULT_BUCKETS, 1),
+        overrides(env.getOrDefault("EOSCHAOS_STREAMS_CONFIG", "")));
+  }
+
+  /**
+   * Streams settings a run asks for over the app's own, "KEY=VALUE,KEY=VALUE" (the harness
+   * checked the form). One key is the app's, not Kafka's: {@link WriteBufferSize#CONFIG}.
+   */
+  private static Map<String, String> overrides(String line) {
+    Map<String, String> settings = new LinkedHashMap<>();
+    for (String pair : line.split(",")) {
+      if (pair.isBlank()) {
+        continue;
+      }
+      int equals = pair.indexOf('=');
+      if (equals <= 0) {
+        throw new IllegalArgumentException(
+            "EOSCHAOS_STREAMS_CONFIG: " + pair + " is not KEY=VALUE");
+      }
+      settings.put(pair.substring(0, equals).trim(), pair.substring(equals + 1).trim());
+    }
+    return settings;
   }
 
   /**
@@ -65,6 +88,8 @@ record Settings(
    *       broker had already aborted).
    *   <li>client.id names the instance and incarnation, so broker logs say who did what.
    * </ul>
+   *
+   * <p>Then whatever the run asked for (EOSCHAOS_STREAMS_CONFIG), over all of these.
    */
   Properties streamsProperties() {
     Properties props = new Properties();
@@ -82,6 +107,10 @@ record Settings(
     if (exactlyOnce) {
       props.put(StreamsConfig.producerPrefix(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG), 10000);
       props.put(StreamsConfig.producerPrefix(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG), 5000);
+    }
+    props.putAll(overrides);
+    if (overrides.containsKey(WriteBufferSize.CONFIG)) {
+      props.put(StreamsConfig.ROCKSDB_CONFIG_SETTER_CLASS_CONFIG, WriteBufferSize.class);
     }
     return props;
   }
