@@ -192,8 +192,8 @@ CATALOGUE: dict[str, FaultSpec] = {
             needs_protocol_proxy=True,
         ),
         # A crash landing in the window of a commit: after what a client does before it
-        # commits (Kafka Streams flushes its state stores to disk) and before the commit, a
-        # window of milliseconds that a plain crash almost never hits (KAFKA-20685).
+        # commits (Kafka Streams writes the transaction's updates into its stores) and before
+        # the commit, a window of milliseconds that a plain crash almost never hits (KAFKA-20685).
         FaultSpec(
             "crash-in-commit",
             "instance",

@@ -457,10 +457,11 @@ def crash_in_commit(ctx: FaultContext, params: dict[str, Any]) -> Heal:
     """A crash inside a commit: the protocol proxy holds the instance's next commit (EndTxn),
     the instance is killed (-9) while it is held, and the held request is dropped, so the
     instance dies after all it does before committing and the transaction is aborted (by its
-    replacement's InitProducerId, or its timeout). Kafka Streams flushes its state stores
-    before it commits, so the store files on disk then hold writes of a transaction that will
-    be aborted: a restart must wipe them (under exactly-once) or restore over them, and one
-    that reuses them (KAFKA-20685, docs/findings.md) aggregates again on top of them. No
+    replacement's InitProducerId, or its timeout). Kafka Streams writes a transaction's updates
+    into its state stores before it commits, and whatever of them RocksDB had written to disk
+    belongs to a transaction that will be aborted: a restart must wipe the stores (under
+    exactly-once) or restore over them, and one that reuses them (KAFKA-20685,
+    docs/findings.md) aggregates again on top of them. No
     commit held within ZOMBIE_TRIGGER_WAIT_S: nothing killed, and the fault took no effect."""
     proxy, rule_id, view = _hold_next_commit(ctx, params, "crash-in-commit")
     if view is not None:
@@ -479,9 +480,10 @@ def _hold_next_commit(
     rule is removed then, and the fault took no effect."""
     proxy, rule_id = _own_lane_rule(ctx, params, fault, api="EndTxn", action="hold", limit=1)
     deadline = time.monotonic() + ZOMBIE_TRIGGER_WAIT_S
-    while not proxy.rule(rule_id)["effects"]["held"] and time.monotonic() < deadline:
-        time.sleep(0.02)
     view = proxy.rule(rule_id)
+    while not view["effects"]["held"] and time.monotonic() < deadline:
+        time.sleep(0.02)
+        view = proxy.rule(rule_id)
     if view["effects"]["held"]:
         return proxy, rule_id, view
     proxy.remove_rule(rule_id, release=True)

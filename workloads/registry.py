@@ -233,7 +233,7 @@ def build_workload(
     elif config.workload == "streams":
         app = build_streams_app(config.client_version or dist.version, progress)
         pipeline = streams.StreamsPipeline(
-            app, config.output_topic, config.buckets or None, config.streams_config
+            app, config.output_topic, config.buckets, config.streams_config
         )
     elif config.workload == "spark":
         pipeline = spark.SparkPipeline(config.mode, config.transactional_id_prefix)

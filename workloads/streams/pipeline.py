@@ -47,7 +47,7 @@ class StreamsPipeline:
         self,
         app: StreamsApp,
         output_topic: str,
-        buckets: int | None = None,
+        buckets: int = 0,  # 0: BUCKETS
         streams_config: str = "",
     ) -> None:
         self._app = app
