@@ -14,6 +14,7 @@ from eoschaos.contract.errors import EoschaosError
 from eoschaos.contract.rundir import SCHEDULE_FILE
 from eoschaos.matrix.hunt import (
     DEFAULT_WORKLOADS,
+    HUNT_FILE,
     MINIMAL_DIR,
     HuntPlan,
     hunt_summary,
@@ -21,6 +22,7 @@ from eoschaos.matrix.hunt import (
     run_hunt,
     shrink,
 )
+from eoschaos.matrix.triage import KNOWN, TriageRule, load_rules
 from eoschaos.workloads.registry import KINDS
 
 
@@ -80,7 +82,8 @@ def test_every_default_workload_is_drawn_in_its_correct_mode_under_the_catalogue
         (HuntPlan(workloads=("nope",)), 1, "unknown workload 'nope'"),
         (HuntPlan(faults=("kill", "nope")), 1, "nope"),
         (HuntPlan(workloads=("byo",)), 1, "--workload byo needs --command"),
-        (HuntPlan(), 0, "--hours must be more than 0"),
+        (HuntPlan(), -1, "--hours must be 0"),
+        (HuntPlan(), 0, "it has none; pass the --out of a hunt"),
     ],
 )
 def test_bad_hunt_input_is_refused_before_anything_starts(plan, hours, message, tmp_path):
@@ -111,6 +114,114 @@ def test_a_fail_is_reported_with_its_minimal_schedule_and_the_command_that_repla
     assert failure["replay"].endswith(f"--seed 3 --schedule {minimal}")
     assert [event.fault for event in load_schedule(failure["schedule"])] == ["kill"]
     json.dumps(summary)  # hunt.json holds it as it is
+
+
+def _fail_draw(out, seed: int, workload: str, faults: tuple[str, ...], failed: tuple[str, ...]):
+    """A FAIL draw's row, its run dir holding the schedule of `faults`."""
+    run_dir = f"runs/hunt-{workload}-k4.4.0-s{seed}"
+    (out / run_dir).mkdir(parents=True)
+    targets = {"broker": "broker:1", "instance": "instance:0", "cluster": "all"}
+    events = [
+        FaultEvent(10.0 * n, fault, targets[CATALOGUE[fault].scope], 6.0)
+        for n, fault in enumerate(faults, 1)
+    ]
+    write_schedule(out / run_dir / SCHEDULE_FILE, events)
+    return {
+        "key": f"hunt-{workload}@4.4.0#s{seed}",
+        "workload": workload,
+        "mode": "eos",
+        "kafka_version": "4.4.0",
+        "seed": seed,
+        "run_dir": run_dir,
+        "verdict": "FAIL",
+        "failed": {check: {"count": 1} for check in failed},
+    }
+
+
+def test_a_known_stale_endtxn_fail_of_kip447_is_expected_and_anything_beside_it_untriaged(
+    tmp_path,
+):
+    rows = [
+        _fail_draw(tmp_path, 1, "kip447", ("pause", "stale-endtxn"), ("fencing.stale-commit",)),
+        # a check KAFKA-17754 does not explain, failed in the same schedule
+        _fail_draw(tmp_path, 2, "kip447", ("stale-endtxn",), ("liveness.unseen",)),
+        # the same check, without the fault that explains it
+        _fail_draw(tmp_path, 3, "kip447", ("pause",), ("fencing.stale-commit",)),
+        # Java's client on transaction version 2 has no excuse
+        _fail_draw(tmp_path, 4, "streams", ("stale-endtxn",), ("delivery.duplicate",)),
+    ]
+    for row in rows:
+        row["seconds"] = {"cluster": 10.0, "record": 70.0, "check": 10.0}
+    summary = hunt_summary(rows, tmp_path)
+    assert summary["hours"] == round(4 * 90 / 3600, 2)
+    assert [f["triage"] for f in summary["failures"]] == ["expected", *["untriaged"] * 3]
+    assert "KAFKA-17754" in summary["failures"][0]["why"]
+    assert summary["triage"] == {"expected": 1, "untriaged": 3}
+
+
+def test_a_reviewers_rules_triage_draws_by_key_before_the_known_rules(tmp_path):
+    rules_file = tmp_path / "triage.toml"
+    rules_file.write_text(
+        '[[rule]]\ntriage = "harness bug"\nwhy = "our seeder, docs/findings.md"\n'
+        'draws = ["hunt-kip447@4.4.0#s1", "hunt-streams@4.4.0#s4"]\n'
+    )
+    rules = load_rules(rules_file)
+    assert rules[1:] == KNOWN
+    rows = [
+        _fail_draw(tmp_path, 1, "kip447", ("stale-endtxn",), ("delivery.lost",)),
+        _fail_draw(tmp_path, 4, "streams", ("kill",), ("delivery.duplicate",)),
+    ]
+    summary = hunt_summary(rows, tmp_path, rules)
+    assert summary["triage"] == {"harness bug": 2}
+    assert {f["why"] for f in summary["failures"]} == {"our seeder, docs/findings.md"}
+
+
+def test_a_rule_by_faults_and_checks_matches_only_when_both_hold():
+    rule = TriageRule("client bug", "x", faults=("kill", "pause"), checks=("delivery.lost",))
+    assert rule.matches("k", "copier", {"kill", "pause", "reset"}, {"delivery.lost"})
+    assert not rule.matches("k", "copier", {"kill"}, {"delivery.lost"})
+    assert not rule.matches("k", "copier", {"kill", "pause"}, {"delivery.lost", "x.y"})
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[[rule]\n", "cannot read it as TOML"),
+        ('[[rule]]\ntriage = "bad"\nwhy = "w"\ndraws = ["d"]\n', "write one of"),
+        ('[[rule]]\ntriage = "expected"\ndraws = ["d"]\n', 'write why = "..."'),
+        ('[[rule]]\ntriage = "expected"\nwhy = "w"\n', "it would match every FAIL"),
+        ('[[rule]]\ntriage = "expected"\nwhy = "w"\nfaults = ["nope"]\n', "unknown fault"),
+        ('[[rule]]\ntriage = "expected"\nwhy = "w"\nchecks = ["nope"]\n', "unknown check"),
+        ('[[rule]]\ntriage = "expected"\nwhy = "w"\nfault = ["kill"]\n', "unknown key"),
+        ('[[rule]]\ntriage = "expected"\nwhy = "w"\ndraws = "d"\n', "list of strings"),
+    ],
+)
+def test_a_triage_file_with_a_mistake_is_refused_naming_its_rule(text, message, tmp_path):
+    path = tmp_path / "triage.toml"
+    path.write_text(text)
+    with pytest.raises(EoschaosError, match=message):
+        load_rules(path)
+
+
+def test_hours_0_rewrites_hunt_json_with_the_triage_and_exits_1_only_for_an_untriaged_fail(
+    eoschaos, tmp_path
+):
+    out = tmp_path / "night"
+    rows = [_fail_draw(out, 1, "kip447", ("stale-endtxn",), ("fencing.stale-commit",))]
+    rows.append(_fail_draw(out, 2, "copier", ("kill",), ("delivery.duplicate",)))
+    (out / "results.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    before = eoschaos("hunt", "--hours", "0", "--out", str(out))
+    assert before.returncode == 1, before.stderr
+    assert "2 FAIL (1 expected, 1 untriaged)" in before.stderr
+    rules = tmp_path / "triage.toml"
+    rules.write_text(
+        '[[rule]]\ntriage = "broker bug"\nwhy = "read"\ndraws = ["hunt-copier@4.4.0#s2"]\n'
+    )
+    after = eoschaos("hunt", "--hours", "0", "--out", str(out), "--triage", str(rules))
+    assert after.returncode == 0, after.stderr
+    summary = json.loads((out / HUNT_FILE).read_text())
+    assert summary["triage"] == {"expected": 1, "broker bug": 1}
+    assert not (out / "clusters").exists()  # nothing was started
 
 
 @pytest.mark.chaos  # nightly: a real draw on a cluster of its own

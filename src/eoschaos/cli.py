@@ -238,7 +238,18 @@ def build_parser() -> argparse.ArgumentParser:
     hunt.add_argument(
         "--out", type=Path, required=True, help="output dir; the same dir again resumes"
     )
-    hunt.add_argument("--hours", type=float, default=3.0, help="time budget (default 3)")
+    hunt.add_argument(
+        "--hours",
+        type=float,
+        default=3.0,
+        help="time budget (default 3); 0 draws nothing and rewrites hunt.json (after triage)",
+    )
+    hunt.add_argument(
+        "--triage",
+        type=Path,
+        default=None,
+        help="TOML of [[rule]]s that triage FAIL draws (docs/nightly.md); known ones built in",
+    )
     hunt.add_argument(
         "--workloads",
         default=None,
@@ -479,6 +490,7 @@ def cmd_matrix(args: argparse.Namespace) -> int:
 def cmd_hunt(args: argparse.Namespace) -> int:
     from eoschaos.matrix.hunt import DEFAULT_WORKLOADS, HUNT_FILE, HuntPlan, run_hunt
     from eoschaos.matrix.runner import InfrastructureFailed
+    from eoschaos.matrix.triage import UNTRIAGED, load_rules
 
     named = args.workloads.split(",") if args.workloads else DEFAULT_WORKLOADS
     plan = HuntPlan(
@@ -487,12 +499,15 @@ def cmd_hunt(args: argparse.Namespace) -> int:
         duration=args.duration,
         faults=tuple(f.strip() for f in args.faults.split(",")) if args.faults else FAULTS,
     )
+    rules = load_rules(args.triage)  # its mistakes before anything starts
     try:
-        summary = run_hunt(plan, args.out.resolve(), args.hours, spark_master=args.spark_master)
+        summary = run_hunt(
+            plan, args.out.resolve(), args.hours, rules=rules, spark_master=args.spark_master
+        )
     except InfrastructureFailed as exc:
         raise EoschaosError(f"{exc} (judged runs are kept; rerun with the same --out)") from None
     print(args.out.resolve() / HUNT_FILE)
-    return EXIT_FAIL if summary["failures"] or summary["errors"] else EXIT_OK
+    return EXIT_FAIL if summary["triage"].get(UNTRIAGED) or summary["errors"] else EXIT_OK
 
 
 def cmd_images(args: argparse.Namespace) -> int:

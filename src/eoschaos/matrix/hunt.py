@@ -9,8 +9,9 @@ resolved schedule's events is left out in turn, last first, and stays out if the
 still fails one of the draw's failed checks; a race that does not come back keeps its event. What
 is left is written as DIR/minimal/<draw>.json with the command that replays it. results.jsonl
 holds every draw and shrink run, so a killed hunt resumes with the same --out at the next seed;
-hunt.json counts the draws and lists the FAILs (workload, failed checks, the faults left) for
-triage (docs/nightly.md), and the draws that could not be judged.
+hunt.json counts the draws and lists the FAILs (workload, failed checks, the faults left, the
+triage: eoschaos.matrix.triage) and the draws that could not be judged. `--hours 0` draws nothing
+and rewrites hunt.json, as a reviewer does after writing the night's triage.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from eoschaos.contract.progress import progress_to_stderr
 from eoschaos.contract.rundir import SCHEDULE_FILE
 from eoschaos.matrix.runner import SharedCluster, append_row, read_results, run_cell
 from eoschaos.matrix.spec import CellRun, Expectation
+from eoschaos.matrix.triage import KNOWN, UNTRIAGED, TriageRule, triage_of
 from eoschaos.run import WarmJudge
 from eoschaos.workloads.registry import kind_of
 
@@ -95,13 +97,22 @@ def run_hunt(
     out: Path,
     hours: float,
     *,
+    rules: tuple[TriageRule, ...] = KNOWN,
     spark_master: str | None = None,
     progress: Callable[[str], None] = progress_to_stderr,
 ) -> dict[str, Any]:
-    """Draw until `hours` are spent (a run under way is finished); hunt.json's summary."""
-    if hours <= 0:
-        raise EoschaosError(f"--hours must be more than 0, got {hours:g}")
+    """Draw until `hours` are spent (a run under way is finished); hunt.json's summary. A FAIL
+    draw a rule triages is not shrunk. `hours` 0: no draw, hunt.json rewritten."""
+    if hours < 0:
+        raise EoschaosError(f"--hours must be 0 (rewrite hunt.json) or more, got {hours:g}")
     plan.check()
+    if hours == 0:
+        if not read_results(out):
+            raise EoschaosError(
+                f"--hours 0 rewrites hunt.json from the draws in {out}, and it has none; "
+                "pass the --out of a hunt"
+            )
+        return _write_summary(out, rules, progress)
     out.mkdir(parents=True, exist_ok=True)
     rows = read_results(out)
     seed = next_seed(rows)
@@ -126,18 +137,39 @@ def run_hunt(
                     if not keep_going():
                         break
                     row = judged(plan.draw(workload, seed))
-                    if row["verdict"] == "FAIL":
+                    if row["verdict"] != "FAIL":
+                        continue
+                    rule = _triage(rules, row, load_schedule(out / row["run_dir"] / SCHEDULE_FILE))
+                    if rule is None:
                         _shrink_draw(plan, out, workload, seed, row, judged, keep_going, progress)
+                    else:
+                        progress(
+                            f"hunt: {row['key']} FAILed: {rule.triage}, not shrunk: {rule.why}"
+                        )
                 seed += 1
     finally:
         judge.stop()
-    summary = hunt_summary(read_results(out), out)
+    return _write_summary(out, rules, progress)
+
+
+def _write_summary(
+    out: Path, rules: tuple[TriageRule, ...], progress: Callable[[str], None]
+) -> dict[str, Any]:
+    summary = hunt_summary(read_results(out), out, rules)
     (out / HUNT_FILE).write_text(json.dumps(summary, indent=1) + "\n")
+    classes = ", ".join(f"{count} {name}" for name, count in summary["triage"].items())
     progress(
-        f"hunt: {summary['draws']} draws, {len(summary['failures'])} FAIL, "
+        f"hunt: {summary['draws']} draws, {len(summary['failures'])} FAIL ({classes or 'none'}), "
         f"{len(summary['errors'])} ERROR; {out / HUNT_FILE}"
     )
     return summary
+
+
+def _triage(
+    rules: tuple[TriageRule, ...], row: dict[str, Any], events: list[FaultEvent]
+) -> TriageRule | None:
+    faults = {event.fault for event in events}
+    return triage_of(rules, row["key"], row["workload"], faults, set(row["failed"]))
 
 
 def _shrink_draw(
@@ -178,10 +210,12 @@ def _shrink_draw(
     progress(f"hunt: {draw.key} shrunk to {len(kept)} of {len(events)} events: {minimal}")
 
 
-def hunt_summary(rows: list[dict[str, Any]], out: Path) -> dict[str, Any]:
+def hunt_summary(
+    rows: list[dict[str, Any]], out: Path, rules: tuple[TriageRule, ...] = KNOWN
+) -> dict[str, Any]:
     """hunt.json: the draws per workload, every FAIL draw with its minimal schedule (if its
-    shrink finished) and the command that replays it, and every draw that could not be judged
-    (ERROR: the harness's, not the pipeline's)."""
+    shrink finished), the command that replays it and its triage, the FAILs per triage class,
+    and every draw that could not be judged (ERROR: the harness's, not the pipeline's)."""
     draws = [row for row in rows if "shrinking" not in row]
     per_workload = Counter(row["workload"] for row in draws)
     errors = [
@@ -189,15 +223,22 @@ def hunt_summary(rows: list[dict[str, Any]], out: Path) -> dict[str, Any]:
         for row in draws
         if row.get("verdict") == "ERROR"
     ]
+    failures = _failures(draws, out, rules)
+    # the runs' own time, draws and shrink tries: a night resumed in sittings adds up
+    seconds = sum(sum(row.get("seconds", {}).values()) for row in rows)
     return {
+        "hours": round(seconds / 3600, 2),
         "draws": len(draws),
         "per_workload": dict(per_workload),
-        "failures": _failures(draws, out),
+        "triage": dict(Counter(failure["triage"] for failure in failures)),
+        "failures": failures,
         "errors": errors,
     }
 
 
-def _failures(draws: list[dict[str, Any]], out: Path) -> list[dict[str, Any]]:
+def _failures(
+    draws: list[dict[str, Any]], out: Path, rules: tuple[TriageRule, ...]
+) -> list[dict[str, Any]]:
     failures = []
     for row in draws:
         if row.get("verdict") != "FAIL":
@@ -206,6 +247,7 @@ def _failures(draws: list[dict[str, Any]], out: Path) -> list[dict[str, Any]]:
         minimal = out / MINIMAL_DIR / f"{Path(row['run_dir']).name}.json"
         schedule = minimal if minimal.exists() else out / row["run_dir"] / SCHEDULE_FILE
         events = load_schedule(schedule)
+        rule = _triage(rules, row, events)
         failures.append(
             {
                 "draw": row["key"],
@@ -218,6 +260,8 @@ def _failures(draws: list[dict[str, Any]], out: Path) -> list[dict[str, Any]]:
                 f"--kafka-version {row['kafka_version']} --seed {row['seed']} "
                 f"--schedule {schedule}",
                 "report": row.get("report"),
+                "triage": rule.triage if rule else UNTRIAGED,
+                "why": rule.why if rule else "",
             }
         )
     return failures
