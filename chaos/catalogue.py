@@ -212,6 +212,17 @@ CATALOGUE: dict[str, FaultSpec] = {
             needs_lane=True,
             needs_protocol_proxy=True,
         ),
+        # KAFKA-19690's schedule: past a transaction timeout (10 s in the Streams app, 20 s in
+        # kip447) and the coordinator's sweep for timed-out transactions that follows it.
+        FaultSpec(
+            "late-produce",
+            "instance",
+            25.0,
+            "hold an instance's next produce request in the protocol proxy until the heal, "
+            "then deliver it: its batch lands after its transaction timed out",
+            needs_lane=True,
+            needs_protocol_proxy=True,
+        ),
     )
 }
 FAULTS = tuple(CATALOGUE)

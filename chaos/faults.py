@@ -399,6 +399,31 @@ def duplicate_produce(ctx: FaultContext, params: dict[str, Any]) -> Heal:
     )
 
 
+def late_produce(ctx: FaultContext, params: dict[str, Any]) -> Heal:
+    """KAFKA-19690's moment (docs/findings.md): the protocol proxy holds the instance's next
+    produce request (its transaction's records) until the heal, and the requests behind it on
+    that connection, as a stalled link would. Held past the transaction timeout, the batch
+    reaches its leader after the coordinator aborted the transaction on its own: a client still
+    waiting on the request (its request timeout outlasts the hold) gets the leader's answer,
+    which must be a fencing error it recovers from, never a fatal one. A client that gave the
+    request up retried it on a new connection, and the held copy lands alone, late: its
+    sequence number must refuse it. `effects` says which (`released_alone`: the client had
+    gone)."""
+    proxy, rule_id = _own_lane_rule(
+        ctx, params, "late-produce", api="Produce", action="hold", limit=1
+    )
+
+    def heal() -> None:
+        proxy.release(rule_id)  # first, so that the rule's effects count the delivery
+        effects = proxy.rule(rule_id)["effects"]
+        proxy.remove_rule(rule_id, release=True)
+        params["effects"] = {name: count for name, count in effects.items() if count}
+        if not effects["held"]:
+            params[FAULT_TOOK_EFFECT] = False
+
+    return heal
+
+
 def unstable_offset_fetch(ctx: FaultContext, params: dict[str, Any]) -> Heal:
     """A rebalance while the group's offsets are not yet stable: the instance is killed (its
     replacement starts as after `crash`), and the next `limit` offset fetches of the
@@ -605,6 +630,7 @@ UNITS: dict[str, Callable[[FaultContext, dict[str, Any]], Heal]] = {
     "lose-endtxn-response": lose_endtxn_response,
     "coordinator-error": coordinator_error,
     "duplicate-produce": duplicate_produce,
+    "late-produce": late_produce,
     "stale-endtxn": stale_endtxn,
     "unstable-offset-fetch": unstable_offset_fetch,
     "pending-commit": pending_commit,

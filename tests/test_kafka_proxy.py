@@ -270,6 +270,25 @@ def test_duplicate_produce_is_refused_by_the_idempotent_transactional_producer(
     assert _fault_params(tmp_path)["effects"]["duplicated"] == 3
 
 
+def test_late_produce_holds_the_next_produce_until_the_heal_and_the_waiting_client_gets_its_answer(
+    cluster, nemesis, tmp_path
+):
+    aim = Aim(_topic_led_by(cluster, 2), instance_count=1, txn_id=f"txn-{uuid.uuid4().hex[:8]}")
+    producer = _in_a_transaction(cluster, aim, b"before", {"linger.ms": 0})
+    hurt = nemesis(aim)
+    active = hurt.start(_event("late-produce", "instance:0"))
+    producer.produce(aim.input_topic, value=b"late")
+    assert producer.flush(3) == 1  # held: no answer within 3 s
+    hurt.heal(active=active)
+    assert producer.flush(30) == 0  # delivered to the client still waiting, and answered
+    producer.commit_transaction(30)
+    assert _committed(cluster, aim.input_topic, 2) == [b"before", b"late"]
+    params = _fault_params(tmp_path)
+    assert params["took_effect"] is True
+    assert params["effects"]["held"] == params["effects"]["released"] == 1
+    assert "released_alone" not in params["effects"]  # the client had not given it up
+
+
 @dataclass
 class _KillableAim(Aim):
     """An aim whose instance kills are recorded: the group's members are the test's own."""

@@ -100,7 +100,7 @@ def test_random_schedules_pass_validation(faults, seed, intensity):
 
 
 def test_every_chosen_fault_appears_in_a_long_enough_run():
-    schedule = random_schedule(list(FAULTS), 300, 7, BROKERS, 3)
+    schedule = random_schedule(list(FAULTS), 400, 7, BROKERS, 3)  # a cycle of 24 faults
     assert {scheduled.fault for scheduled in schedule} == set(FAULTS)
 
 
