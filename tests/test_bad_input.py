@@ -403,3 +403,12 @@ def test_a_port_taken_after_it_was_found_free_stops_the_run_naming_the_port(tmp_
     assert last.startswith(f"eoschaos: error: node-3 could not listen on 127.0.0.1:{port}"), last
     assert "another process took that port" in last and "history so far" not in last
     assert processes.still_alive(out / "cluster" / "pids") == []
+
+
+def test_a_hunt_with_a_bad_triage_file_is_refused_before_anything_starts(tmp_path, eoschaos):
+    rules = tmp_path / "triage.toml"
+    rules.write_text('[[rule]]\ntriage = "flaky"\nwhy = "w"\ndraws = ["d"]\n')
+    out = tmp_path / "night"
+    result = eoschaos("hunt", "--out", str(out), "--triage", str(rules))
+    assert_clear_error(result, f"--triage {rules}: rule 1", "write one of")
+    assert not out.exists()
