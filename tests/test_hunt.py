@@ -176,6 +176,22 @@ def test_a_reviewers_rules_triage_draws_by_key_before_the_known_rules(tmp_path):
     assert {f["why"] for f in summary["failures"]} == {"our seeder, docs/findings.md"}
 
 
+def test_the_summary_counts_each_fault_drawn_and_how_often_it_took_effect(tmp_path):
+    rows = [_fail_draw(tmp_path, seed, "kip447", ("crash",), ("delivery.lost",)) for seed in (1, 2)]
+    effects = [
+        [("crash", {"took_effect": True}), ("crash-in-commit", {"took_effect": False})],
+        [("crash-in-commit", {"instance": 0, "took_effect": True}), ("kill", {})],
+    ]
+    for row, faults in zip(rows, effects, strict=True):
+        timeline = {"faults": [{"f": f, "params": json.dumps(p)} for f, p in faults]}
+        (tmp_path / row["run_dir"] / "verdict.json").write_text(json.dumps({"timeline": timeline}))
+    assert hunt_summary(rows, tmp_path)["faults"] == {
+        "crash": {"drawn": 1, "took_effect": 1},
+        "crash-in-commit": {"drawn": 2, "took_effect": 1},
+        "kill": {"drawn": 1, "took_effect": 1},  # no word of its effect: it took effect
+    }
+
+
 def test_a_rule_by_faults_and_checks_matches_only_when_both_hold():
     rule = TriageRule("client bug", "x", faults=("kill", "pause"), checks=("delivery.lost",))
     assert rule.matches("k", "copier", {"kill", "pause", "reset"}, {"delivery.lost"})

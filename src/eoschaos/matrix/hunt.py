@@ -28,8 +28,9 @@ from eoschaos.chaos.catalogue import CATALOGUE, FAULTS
 from eoschaos.chaos.schedule import FaultEvent, load_schedule, write_schedule
 from eoschaos.clusters.kafka_dist import DEFAULT_KAFKA_VERSION
 from eoschaos.contract.errors import EoschaosError
+from eoschaos.contract.history import FAULT_TOOK_EFFECT
 from eoschaos.contract.progress import progress_to_stderr
-from eoschaos.contract.rundir import SCHEDULE_FILE
+from eoschaos.contract.rundir import SCHEDULE_FILE, VERDICT_FILE
 from eoschaos.matrix.runner import SharedCluster, append_row, read_results, run_cell
 from eoschaos.matrix.spec import CellRun, Expectation
 from eoschaos.matrix.triage import KNOWN, UNTRIAGED, TriageRule, triage_of
@@ -231,9 +232,26 @@ def hunt_summary(
         "draws": len(draws),
         "per_workload": dict(per_workload),
         "triage": dict(Counter(failure["triage"] for failure in failures)),
+        "faults": _fault_effects(draws, out),
         "failures": failures,
         "errors": errors,
     }
+
+
+def _fault_effects(draws: list[dict[str, Any]], out: Path) -> dict[str, dict[str, int]]:
+    """Per fault, how many of the judged draws' schedules held it and how many of those took
+    effect (a hunt whose faults never hit proves nothing), from each draw's verdict."""
+    drawn: Counter[str] = Counter()
+    effective: Counter[str] = Counter()
+    for row in draws:
+        verdict = out / row.get("run_dir", "") / VERDICT_FILE
+        if "run_dir" not in row or not verdict.is_file():
+            continue
+        for fault in json.loads(verdict.read_text())["timeline"]["faults"]:
+            params = json.loads(fault.get("params") or "{}")
+            drawn[fault["f"]] += 1
+            effective[fault["f"]] += params.get(FAULT_TOOK_EFFECT, True) is not False
+    return {name: {"drawn": drawn[name], "took_effect": effective[name]} for name in sorted(drawn)}
 
 
 def _failures(
