@@ -14,8 +14,10 @@ committed; a replica behind would show less).
 
 from __future__ import annotations
 
+import functools
 import json
 import re
+import zipfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +26,9 @@ from eoschaos.clusters.admin import run_tool
 from eoschaos.clusters.kafka_dist import KafkaDistribution
 from eoschaos.contract.history import LOG_ABORTED, LOG_BATCH, LOG_BATCH_KIND, HistoryWriter
 
-DUMP_TOOL = {3: "kafka.tools.DumpLogSegments", 4: "org.apache.kafka.tools.DumpLogSegments"}
+# Kafka's tools module took DumpLogSegments over from the broker's own (Scala) after 4.1
+DUMP_TOOL_MOVED = "org.apache.kafka.tools.DumpLogSegments"
+DUMP_TOOL_CORE = "kafka.tools.DumpLogSegments"
 DUMP_TIMEOUT_S = 300.0
 MTIME_SLACK_S = 2.0  # a file system's timestamps may be that coarse
 _PAIR = re.compile(r"(\w+): (\S+)")
@@ -83,8 +87,21 @@ def dump(dist: KafkaDistribution, replicas: list[Replica]) -> Iterator[tuple[Rep
 
 def run_dump(dist: KafkaDistribution, files: Iterable[str], *options: str) -> str:
     """DumpLogSegments' text for `files`, in one run of the tool."""
-    tool = DUMP_TOOL[4 if dist.major >= 4 else 3]
-    return run_tool(dist, tool, [*options, "--files", ",".join(files)], timeout=DUMP_TIMEOUT_S)
+    return run_tool(
+        dist, dump_tool(dist), [*options, "--files", ",".join(files)], timeout=DUMP_TIMEOUT_S
+    )
+
+
+@functools.cache
+def dump_tool(dist: KafkaDistribution) -> str:
+    """DumpLogSegments' class in this distribution: where its jars hold it, not what its
+    version number suggests (4.0 and 4.1 still have the broker's own)."""
+    moved = DUMP_TOOL_MOVED.replace(".", "/") + ".class"
+    for jar in sorted(dist.libs.glob("kafka-tools-*.jar")):
+        with zipfile.ZipFile(jar) as archive:
+            if moved in archive.namelist():
+                return DUMP_TOOL_MOVED
+    return DUMP_TOOL_CORE
 
 
 def lines_by_replica(out: str, by_file: dict[str, Replica]) -> Iterator[tuple[Replica, str]]:

@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import zipfile
 from pathlib import Path
 
-from eoschaos.clusters.log_dump import Replica, chosen_replicas, parse_dump
+from eoschaos.clusters.kafka_dist import KafkaDistribution
+from eoschaos.clusters.log_dump import (
+    DUMP_TOOL_CORE,
+    DUMP_TOOL_MOVED,
+    Replica,
+    chosen_replicas,
+    dump_tool,
+    parse_dump,
+)
 
 # As Kafka 4.3.1's DumpLogSegments prints a transactional segment and its .txnindex (shortened
 # record lines; the tool prints one per record with --deep-iteration).
@@ -71,3 +80,19 @@ def test_the_replica_with_the_most_log_bytes_is_chosen_per_partition(tmp_path):
     assert chosen_replicas(data_dirs, {"output-topic"}) == [
         Replica("output-topic", 0, 2, tmp_path / "2" / "output-topic-0")
     ]
+
+
+def _distribution(root: Path, version: str, *classes: str) -> KafkaDistribution:
+    libs = root / version / "libs"
+    libs.mkdir(parents=True)
+    with zipfile.ZipFile(libs / f"kafka-tools-{version}.jar", "w") as jar:
+        for name in ("org/apache/kafka/tools/ConsoleProducer.class", *classes):
+            jar.writestr(name, b"")
+    return KafkaDistribution(version=version, libs=libs)
+
+
+def test_dump_log_segments_is_run_from_where_the_distributions_jars_hold_it(tmp_path):
+    """Kafka 4.0 and 4.1 keep the broker's own tool; later ones have it in kafka-tools."""
+    moved = "org/apache/kafka/tools/DumpLogSegments.class"
+    assert dump_tool(_distribution(tmp_path, "4.1.0")) == DUMP_TOOL_CORE
+    assert dump_tool(_distribution(tmp_path, "4.3.1", moved)) == DUMP_TOOL_MOVED
