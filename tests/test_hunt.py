@@ -54,6 +54,14 @@ def test_shrink_tries_nothing_once_the_time_is_spent():
     assert len(shrink(_events("pause", "kill"), still_fails, lambda: False)) == 2
 
 
+def test_the_workloads_take_turns_a_seed_each_so_that_no_two_draws_share_a_schedule():
+    plan = HuntPlan(workloads=("kip447", "streams", "copier"))
+    assert [plan.workload_of(seed) for seed in range(1, 8)] == [
+        *("kip447", "streams", "copier") * 2,
+        "kip447",
+    ]
+
+
 def test_a_hunt_resumes_at_the_seed_after_the_last_draw():
     rows = [{"seed": 1}, {"seed": 2}, {"seed": 7, "shrinking": "hunt-kip447@4.4.0#s2"}]
     assert next_seed(rows) == 3

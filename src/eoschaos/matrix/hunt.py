@@ -3,15 +3,16 @@ on the exactly-once workloads, every FAIL kept with a shrunk schedule that repla
 
 A draw is one `eoschaos run` of a workload in its correct mode under the random schedule its seed
 gives over every fault of the catalogue (docs/schedules.md), expected to PASS. The workloads take
-turns, seed after seed, on one shared cluster and one warm Spark session, as a matrix's cell runs
-do (eoschaos.matrix.runner), until the hours are spent. A draw that FAILs is shrunk: each of its
-resolved schedule's events is left out in turn, last first, and stays out if the run without it
-still fails one of the draw's failed checks; a race that does not come back keeps its event. What
-is left is written as DIR/minimal/<draw>.json with the command that replays it. results.jsonl
-holds every draw and shrink run, so a killed hunt resumes with the same --out at the next seed;
-hunt.json counts the draws and lists the FAILs (workload, failed checks, the faults left, the
-triage: eoschaos.matrix.triage) and the draws that could not be judged. `--hours 0` draws nothing
-and rewrites hunt.json, as a reviewer does after writing the night's triage.
+turns, a seed each (so that no two draws share a schedule), on one shared cluster and one warm
+Spark session, as a matrix's cell runs do (eoschaos.matrix.runner), until the hours are spent. A
+draw that FAILs is shrunk: each of its resolved schedule's events is left out in turn, last first,
+and stays out if the run without it still fails one of the draw's failed checks; a race that does
+not come back keeps its event. What is left is written as DIR/minimal/<draw>.json with the command
+that replays it. results.jsonl holds every draw and shrink run, so a killed hunt resumes with the
+same --out at the next seed; hunt.json counts the draws and lists the FAILs (workload, failed
+checks, the faults left, the triage: eoschaos.matrix.triage) and the draws that could not be
+judged. `--hours 0` draws nothing and rewrites hunt.json, as a reviewer does after writing the
+night's triage.
 """
 
 from __future__ import annotations
@@ -61,6 +62,10 @@ class HuntPlan:
         options = {"workload": workload, "mode": kind.modes[0]}
         options |= {"faults": ",".join(faults), "duration": self.duration}
         return CellRun(f"{DRAW}-{workload}", self.kafka_version, seed, options, Expectation("PASS"))
+
+    def workload_of(self, seed: int) -> str:
+        """The workloads take turns, a seed each: every draw has a schedule of its own."""
+        return self.workloads[(seed - 1) % len(self.workloads)]
 
     def check(self) -> None:
         """Bad input before anything starts: every draw's options go through RunConfig."""
@@ -134,12 +139,9 @@ def run_hunt(
                 return row
 
             while keep_going():
-                for workload in plan.workloads:
-                    if not keep_going():
-                        break
-                    row = judged(plan.draw(workload, seed))
-                    if row["verdict"] != "FAIL":
-                        continue
+                workload = plan.workload_of(seed)
+                row = judged(plan.draw(workload, seed))
+                if row["verdict"] == "FAIL":
                     rule = _triage(rules, row, load_schedule(out / row["run_dir"] / SCHEDULE_FILE))
                     if rule is None:
                         _shrink_draw(plan, out, workload, seed, row, judged, keep_going, progress)
