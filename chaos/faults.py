@@ -335,10 +335,12 @@ def _protocol_fault(
 
 
 def _removing_rule(proxy: KafkaProxyAPI, rule_id: str, params: dict[str, Any], effect: str) -> Heal:
-    """The heal of a protocol fault: remove its rule (releasing what it holds) and record
-    what it did; the fault took effect if it did `effect` at least once."""
+    """The heal of a protocol fault: release what its rule holds, record what the rule did
+    (the release counted), and remove it; the fault took effect if it did `effect` at least
+    once."""
 
     def heal() -> None:
+        proxy.release(rule_id)
         effects = proxy.rule(rule_id)["effects"]
         proxy.remove_rule(rule_id, release=True)
         params["effects"] = {name: count for name, count in effects.items() if count}
@@ -409,19 +411,9 @@ def late_produce(ctx: FaultContext, params: dict[str, Any]) -> Heal:
     request up retried it on a new connection, and the held copy lands alone, late: its
     sequence number must refuse it. `effects` says which (`released_alone`: the client had
     gone)."""
-    proxy, rule_id = _own_lane_rule(
-        ctx, params, "late-produce", api="Produce", action="hold", limit=1
+    return _protocol_fault(
+        ctx, params, "late-produce", "held", api="Produce", action="hold", limit=1
     )
-
-    def heal() -> None:
-        proxy.release(rule_id)  # first, so that the rule's effects count the delivery
-        effects = proxy.rule(rule_id)["effects"]
-        proxy.remove_rule(rule_id, release=True)
-        params["effects"] = {name: count for name, count in effects.items() if count}
-        if not effects["held"]:
-            params[FAULT_TOOK_EFFECT] = False
-
-    return heal
 
 
 def unstable_offset_fetch(ctx: FaultContext, params: dict[str, Any]) -> Heal:

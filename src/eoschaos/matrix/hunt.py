@@ -245,10 +245,8 @@ def _fault_effects(draws: list[dict[str, Any]], out: Path) -> dict[str, dict[str
     effect (a hunt whose faults never hit proves nothing), from each draw's verdict."""
     drawn: Counter[str] = Counter()
     effective: Counter[str] = Counter()
-    for row in draws:
-        verdict = out / row.get("run_dir", "") / VERDICT_FILE
-        if "run_dir" not in row or not verdict.is_file():
-            continue
+    verdicts = [out / row["run_dir"] / VERDICT_FILE for row in draws if "run_dir" in row]
+    for verdict in filter(Path.is_file, verdicts):
         for fault in json.loads(verdict.read_text())["timeline"]["faults"]:
             params = json.loads(fault.get("params") or "{}")
             drawn[fault["f"]] += 1
