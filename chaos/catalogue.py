@@ -212,7 +212,7 @@ CATALOGUE: dict[str, FaultSpec] = {
             needs_lane=True,
             needs_protocol_proxy=True,
         ),
-        # KAFKA-19690's schedule: past a transaction timeout (10 s in the Streams app, 20 s in
+        # KAFKA-19690's stall: past a transaction timeout (10 s in the Streams app, 20 s in
         # kip447) and the coordinator's sweep for timed-out transactions that follows it.
         FaultSpec(
             "late-produce",

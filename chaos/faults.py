@@ -402,8 +402,9 @@ def duplicate_produce(ctx: FaultContext, params: dict[str, Any]) -> Heal:
 
 
 def late_produce(ctx: FaultContext, params: dict[str, Any]) -> Heal:
-    """KAFKA-19690's moment (docs/findings.md): the protocol proxy holds the instance's next
-    produce request (its transaction's records) until the heal, and the requests behind it on
+    """A batch late past its transaction's timeout, the stall KAFKA-19690 reports (docs/findings.md
+    says why it misses that bug's window): the protocol proxy holds the instance's next produce
+    request (its transaction's records) until the heal, and the requests behind it on
     that connection, as a stalled link would. Held past the transaction timeout, the batch
     reaches its leader after the coordinator aborted the transaction on its own: a client still
     waiting on the request (its request timeout outlasts the hold) gets the leader's answer,
