@@ -66,8 +66,8 @@ class Calls:
 
 
 def stage_figures(spark: SparkSession, seen: set[int]) -> dict[str, float]:
-    """The stages not in `seen` (which this adds them to): how many, their tasks, the union of
-    their spans and their tasks' run, CPU and deserialisation seconds."""
+    """The stages not in `seen` (which this adds them to) that ran: how many, their tasks, the
+    union of their spans and their tasks' run, CPU and deserialisation seconds."""
     store = spark.sparkContext._jsc.sc().statusStore()
     no_quantiles = spark.sparkContext._gateway.new_array(spark._jvm.double, 0)
     listed = store.stageList(None, False, False, no_quantiles, None).iterator()
@@ -77,10 +77,14 @@ def stage_figures(spark: SparkSession, seen: set[int]) -> dict[str, float]:
         if stage.stageId() not in seen:
             seen.add(stage.stageId())
             stages.append(stage)
-    spans = sorted(
-        (stage.submissionTime().get().getTime(), stage.completionTime().get().getTime())
+    ran = [
+        stage
         for stage in stages
         if stage.submissionTime().isDefined() and stage.completionTime().isDefined()
+    ]  # a stage whose shuffle output an earlier job left is skipped: listed, never run
+    spans = sorted(
+        (stage.submissionTime().get().getTime(), stage.completionTime().get().getTime())
+        for stage in ran
     )
     busy_ms, end = 0, 0
     for start, stop in spans:
@@ -89,7 +93,7 @@ def stage_figures(spark: SparkSession, seen: set[int]) -> dict[str, float]:
             end = stop
     return {
         "stages": len(spans),
-        "tasks": sum(stage.numTasks() for stage in stages),
+        "tasks": sum(stage.numCompleteTasks() for stage in ran),
         "stage_s": busy_ms / 1000,
         "task_run_s": sum(stage.executorRunTime() for stage in stages) / 1000,
         "task_cpu_s": sum(stage.executorCpuTime() for stage in stages) / 1e9,
