@@ -8,48 +8,42 @@ is then not the order it was sent in, and every reader downstream sees that orde
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, Window
-from pyspark.sql import functions as F
+from pyspark.sql import DataFrame
 
-from eoschaos.checkers.findings import explode_findings, finding
 from eoschaos.checkers.history_io import History
 from eoschaos.contract.checks import NONMONOTONIC_SEND
+
+# One grouping and one window over the sends: per producer and id, its first send call and
+# every ack; then each ack against the producer's previous one in the same partition, in the
+# order of their send calls. The rows are `findings.explode_findings`' (check, sub, weight,
+# order, example), written out here.
+FINDINGS = """
+WITH per_id AS (
+  SELECT process, id,
+    min(CASE WHEN type = 'invoke' THEN time END) AS called,
+    collect_list(CASE WHEN type = 'ok' AND offset IS NOT NULL
+      THEN struct(topic, partition, offset) END) AS acks
+  FROM {sends} WHERE topic IS NOT NULL GROUP BY process, id),
+acks AS (
+  SELECT process, id, called, ack.topic, ack.partition, ack.offset
+  FROM per_id LATERAL VIEW explode(acks) AS ack WHERE called IS NOT NULL),
+ordered AS (
+  SELECT *, lag(id) OVER as_sent AS before_id, lag(offset) OVER as_sent AS before_offset
+  FROM acks WINDOW as_sent AS (PARTITION BY process, topic, partition ORDER BY called, id))
+SELECT :check AS check, '' AS sub, CAST(1 AS BIGINT) AS weight, CAST(id AS DOUBLE) AS order,
+  to_json(named_struct('id', id, 'producer', process, 'partition', partition, 'offset', offset,
+    'sent_after', named_struct('id', before_id, 'offset', before_offset))) AS example
+FROM ordered WHERE offset < before_offset
+"""
 
 
 def send_order_findings(history: History) -> DataFrame:
     """Anomaly rows of isolation.nonmonotonic-send: an acknowledged send at a lower offset
-    than the same producer's previous acknowledged send to that partition (one grouping
-    and one window over the sends; an id sent twice counts from its first send call)."""
-    # One pass over the sends: per producer and id, its first send call and every ack.
-    is_ok = (F.col("type") == "ok") & F.col("offset").isNotNull()
-    acks = (
-        history.kind("send")
-        .filter(F.col("topic").isNotNull())
-        .groupBy("process", "id")
-        .agg(
-            F.min(F.when(F.col("type") == "invoke", F.col("time"))).alias("called"),
-            F.collect_list(F.when(is_ok, F.struct("topic", "partition", "offset"))).alias("acks"),
-        )
-        .filter(F.col("called").isNotNull())
-        .select("process", "id", "called", F.explode("acks").alias("ack"))
-        .select("process", "id", "called", "ack.*")
-    )
-    as_sent = Window.partitionBy("process", "topic", "partition").orderBy("called", "id")
-    ordered = acks.withColumn("before_id", F.lag("id").over(as_sent)).withColumn(
-        "before_offset", F.lag("offset").over(as_sent)
-    )
-    return explode_findings(
-        ordered,
-        finding(
-            F.col("offset") < F.col("before_offset"),
-            NONMONOTONIC_SEND.name,
-            F.col("id").cast("double"),
-            id=F.col("id"),
-            producer=F.col("process"),
-            partition=F.col("partition"),
-            offset=F.col("offset"),
-            sent_after=F.struct(
-                F.col("before_id").alias("id"), F.col("before_offset").alias("offset")
-            ),
-        ),
-    )
+    than the same producer's previous acknowledged send to that partition (an id sent twice
+    counts from its first send call).
+
+    Written as SQL text: the plan is a few py4j calls and one analysis, where building it step
+    by step with the DataFrame API made a call per column and analysed the growing plan at
+    every step (docs/benchmarks.md has both costs); the rows and their order are the same."""
+    spark = history.events.sparkSession
+    return spark.sql(FINDINGS, {"check": NONMONOTONIC_SEND.name}, sends=history.kind("send"))
