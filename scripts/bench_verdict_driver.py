@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
 from pathlib import Path
 
@@ -31,14 +32,13 @@ from pyspark.sql import functions as F
 from eoschaos.checkers import verdict
 from eoschaos.checkers.spark import java_options_for, spark_session
 
-WARM_UPS = 2
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_verdict_parts import WARM_UPS, one_after_another
+
 FLOOR_ROUNDS = 20
 # py4j methods that run a plan: their calls last as long as its jobs
 ACTIONS = ("collectToPython", "count", "isEmpty", "toPythonIterator", "tail")
-
-
-def one_after_another(spark, *calls):  # verdict.concurrently's signature, without the threads
-    return [call() for call in calls]
 
 
 class Calls:
