@@ -13,17 +13,20 @@ retry writes it again. It shows on every such record, fault or none. delivery.to
 counts one per transaction (eoschaos.checkers.log_findings).
 
 Both placements (an input record in its commit's range, an output record in its batch) are
-as-of lookups: the ranges and batches of a partition never overlap, so each row takes the
-last range or batch starting at or before its offset in one sort of the partition.
+range joins on broadcast ranges by offset bucket (log_findings.placed_reads): the ranges of a
+group's partition never overlap, nor do a partition's batches, and both grow with
+transactions and batches, not records. One scan of the final committed reads places both
+sides without a shuffle; the records then meet their copies by id in one aggregation.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from eoschaos.checkers.log_findings import BUCKET, buckets
 from eoschaos.checkers.log_transactions import COMMIT, COMMITTED_FATES, data_batches
 from eoschaos.contract.history import FINAL_COMMITTED
 
@@ -31,6 +34,7 @@ if TYPE_CHECKING:
     from eoschaos.checkers.history_io import History
 
 EXAMPLE_IDS = 5  # ids each torn transaction's example lists
+_RANGE = ("topic", "partition", "first_offset", "last_offset")  # where a range lies
 
 
 def outside_copies(history: History, log: DataFrame, log_txns: DataFrame) -> DataFrame:
@@ -38,104 +42,102 @@ def outside_copies(history: History, log: DataFrame, log_txns: DataFrame) -> Dat
     whose every committed copy was written outside it: txn_id, txn_seq, how many (`ids`), and
     the first few as examples, each with its input place and its copies' writers."""
     topics = history.topics
-    scan = history.kind("read").where(F.col("process") == FINAL_COMMITTED)
-    consumed = _consumed(scan.where(F.col("topic").isin(*topics.inputs)), log_txns)
-    copies = _written_by(
-        scan.where(F.col("topic").isin(*topics.written) & F.col("id").isNotNull()),
-        data_batches(log, topics.written),
+    scan = history.kind("read").where(
+        (F.col("process") == FINAL_COMMITTED)
+        & F.col("id").isNotNull()
+        & F.col("topic").isin(*topics.inputs, *topics.written)
     )
-    inside = F.coalesce(F.col("writer") == F.col("producer_id"), F.lit(False))
+    place = F.struct("topic", "partition", "offset")
+    placed = _in_ranges(scan, _commit_ranges(log_txns), "commit")
+    placed = _in_ranges(placed, _batch_ranges(log, topics.written), "batch")
+    transactional = F.col("batch.transactional")
+    consumer = F.when(
+        F.col("commit").isNotNull(),
+        F.struct("commit.txn_id", "commit.txn_seq", "commit.producer_id", place.alias("input")),
+    )
+    copy = F.when(
+        F.col("topic").isin(*topics.written),
+        F.struct(
+            "topic",
+            "partition",
+            "offset",
+            F.col("batch.producer_id").alias("producer_id"),
+            transactional.alias("transactional"),
+        ),
+    )
     per_id = (
-        consumed.join(copies, "id")
-        .groupBy("txn_id", "txn_seq", "producer_id", "id", "input")
+        placed.groupBy("id")
         .agg(
-            F.max(inside).alias("inside"),
-            F.min(F.col("transactional").isNotNull()).alias("placed"),
-            F.sort_array(F.collect_list("copy")).alias("copies"),
+            F.array_distinct(F.collect_list(consumer)).alias("consumers"),
+            F.sort_array(F.collect_list(copy)).alias("copies"),
         )
-        .where(~F.col("inside") & F.col("placed"))
+        .where(F.size("copies") > 0)
+        .select("id", "copies", F.explode("consumers").alias("c"))
+        .where(
+            ~F.exists(
+                "copies", lambda c: F.coalesce(_writer(c) == F.col("c.producer_id"), F.lit(False))
+            )
+            & F.forall("copies", lambda c: c["transactional"].isNotNull())
+        )
     )
-    example = F.struct("id", "input", "copies")
-    return per_id.groupBy("txn_id", "txn_seq").agg(
+    example = F.struct("id", F.col("c.input").alias("input"), "copies")
+    return per_id.groupBy("c.txn_id", "c.txn_seq").agg(
         F.count(F.lit(1)).alias("ids"),
         F.slice(F.sort_array(F.collect_list(example)), 1, EXAMPLE_IDS).alias("examples"),
     )
 
 
-def _consumed(inputs: DataFrame, log_txns: DataFrame) -> DataFrame:
-    """Each input record of the final scan with the committed transaction whose offset
-    commit covered it (per group: two groups consuming one topic each have their chain)."""
-    commits = (
+def _writer(copy: Column) -> Column:
+    """Who wrote a copy in a transaction: its batch's producer, null outside any transaction
+    or where no recorded batch holds it."""
+    return F.when(copy["transactional"], copy["producer_id"])
+
+
+def _commit_ranges(log_txns: DataFrame) -> DataFrame:
+    """The input each committed transaction's offset commits consumed, per group: from the
+    group's committed offset before the commit (null: the start) up to its own, exclusive."""
+    return (
         log_txns.where(F.col("fate").isin(*COMMITTED_FATES))
         .select("txn_id", "txn_seq", "producer_id", F.explode("offsets").alias("c"))
         .where(F.col("c.fate") == COMMIT)
         .select(
-            "c.group",
             "c.topic",
             "c.partition",
-            F.coalesce("c.previous", F.lit(0)).alias("offset"),
-            F.struct("txn_id", "txn_seq", "producer_id", F.col("c.offset").alias("end")).alias(
-                "range"
-            ),
+            F.coalesce("c.previous", F.lit(0)).alias("first_offset"),
+            (F.col("c.offset") - 1).alias("last_offset"),
+            F.struct("txn_id", "txn_seq", "producer_id").alias("commit"),
         )
-    )
-    groups = commits.select("group", "topic").distinct()
-    records = inputs.select("topic", "partition", "offset", "id").join(F.broadcast(groups), "topic")
-    placed = _as_of(records, commits, ("group", "topic", "partition"), "range")
-    return placed.where(F.col("offset") < F.col("range.end")).select(
-        "range.txn_id",
-        "range.txn_seq",
-        "range.producer_id",
-        "id",
-        F.struct("topic", "partition", "offset").alias("input"),
+        .where(F.col("first_offset") <= F.col("last_offset"))
     )
 
 
-def _written_by(copies: DataFrame, batches: DataFrame) -> DataFrame:
-    """Each output record of the final scan with its batch's (`batches`: `data_batches`)
-    producer (`writer`, null for a batch outside any transaction) and whether a batch was
-    found for it (`transactional` null: none recorded holds its offset, so it is not judged)."""
-    headers = batches.select(
+def _batch_ranges(log: DataFrame, written: tuple[str, ...]) -> DataFrame:
+    """The written topics' data batches (`data_batches`): their producer, and whether
+    in a transaction."""
+    return data_batches(log, written).select(
         "topic",
         "partition",
-        "offset",
-        F.struct("last_offset", "producer_id", "transactional").alias("batch"),
-    )
-    placed = _as_of(
-        copies.select("topic", "partition", "offset", "id"),
-        headers,
-        ("topic", "partition"),
-        "batch",
-    )
-    held = F.col("offset") <= F.col("batch.last_offset")
-    transactional = F.when(held, F.col("batch.transactional"))
-    return placed.select(
-        "id",
-        transactional.alias("transactional"),
-        F.when(transactional, F.col("batch.producer_id")).alias("writer"),
-        F.struct(
-            "topic",
-            "partition",
-            "offset",
-            F.when(held, F.col("batch.producer_id")).alias("producer_id"),
-            transactional.alias("transactional"),
-        ).alias("copy"),
+        F.col("offset").alias("first_offset"),
+        "last_offset",
+        F.struct("producer_id", "transactional").alias("batch"),
     )
 
 
-def _as_of(rows: DataFrame, spans: DataFrame, keys: tuple[str, ...], span: str) -> DataFrame:
-    """`rows` with the last of `spans` (a struct column `span`, at `offset`) starting at or
-    before each row's offset in the same `keys`: one shuffle and sort of both sides."""
-    marked = spans.select(*keys, "offset", F.lit(0).alias("side"), span).unionByName(
-        rows.withColumn("side", F.lit(1)).withColumn(
-            span, F.lit(None).cast(spans.schema[span].dataType)
-        ),
-        allowMissingColumns=True,
+def _in_ranges(rows: DataFrame, ranges: DataFrame, name: str) -> DataFrame:
+    """`rows` (topic, partition, offset) each with struct `name` of every range of `ranges`
+    (topic, partition, first and last offset, and the struct `name`) holding its offset, or
+    null where none does: a left join on the broadcast ranges by offset bucket."""
+    keyed = ranges.select(
+        *[F.col(column).alias(f"range_{column}") for column in _RANGE],
+        buckets("first_offset", "last_offset").alias("range_bucket"),
+        name,
     )
-    so_far = (
-        Window.partitionBy(*keys)
-        .orderBy("offset", "side")
-        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    holds = (
+        (F.col("topic") == F.col("range_topic"))
+        & (F.col("partition") == F.col("range_partition"))
+        & (F.floor(F.col("offset") / BUCKET) == F.col("range_bucket"))
+        & F.col("offset").between(F.col("range_first_offset"), F.col("range_last_offset"))
     )
-    last: Column = F.last(span, ignorenulls=True).over(so_far)
-    return marked.withColumn(span, last).where(F.col("side") == 1).drop("side")
+    return rows.join(F.broadcast(keyed), holds, "left").drop(
+        "range_bucket", *[f"range_{column}" for column in _RANGE]
+    )
