@@ -156,8 +156,9 @@ def producer_rows(
     """The log rows the transaction table reads, params parsed, partitioned by producer id:
     the coordinators' states, the outputs' transactional batches and the aborted ranges, and
     the transactional offset commits of `input_topics` among `commits` (`offset_commits`, which
-    the verdict reads once for this and delivery.input-committed-twice).
-    Cache it: the table reads it three times."""
+    the verdict reads once for this and delivery.input-committed-twice). Each transactional
+    batch carries its marker (`with_markers`). Cache it: the table, the pieces and the
+    batches read it."""
     header = ("f", "time", "topic", "partition", "offset", "count", "txn_id")
     parsed = log.select(*header, F.from_json("params", _PARAMS).alias("p"))
     transactional = commits.filter(
@@ -183,7 +184,7 @@ def producer_rows(
         "partitions",
         "last_update_ms",
     )
-    return (
+    return with_markers(
         parsed.filter(F.col("f").isin(TXN_STATE, LOG_BATCH, LOG_ABORTED))
         .filter(
             (F.col("f") != LOG_BATCH)
@@ -261,39 +262,43 @@ def _coordinator_transactions(rows: DataFrame, topics: Iterable[str]) -> DataFra
     ).drop("decision", "ours")
 
 
-def _marked_batches(rows: DataFrame) -> DataFrame:
-    """The outputs' transactional data batches among `rows` (`producer_rows`), each with its
-    producer's first marker at or after it in its partition (offset, time) and the end of the
-    first aborted range there (`aborted_at`: the batch was aborted when that is its marker's
+def with_markers(rows: DataFrame) -> DataFrame:
+    """`rows` (partitioned by producer id), each data batch with its producer's first marker
+    at or after it in its partition (`marker_offset`, `marker_ms`) and the end of the first
+    aborted range there (`aborted_at`: the batch was aborted when that is its marker's
     offset). An aborted range of the `.txnindex` ends at its ABORT marker, and sorts just
-    before it."""
-    marks = rows.filter(F.col("f").isin(LOG_BATCH, LOG_ABORTED)).withColumns(
-        {
-            "position": F.when(F.col("f") == LOG_ABORTED, F.col("last_offset")).otherwise(
-                F.col("offset")
-            ),
-            "ends_aborted": F.col("f") == LOG_ABORTED,
-        }
-    )
+    before it. The window's keys start with the producer id, so it sorts the rows where
+    they are, with no shuffle."""
+    ends_aborted = F.col("f") == LOG_ABORTED
+    position = F.when(ends_aborted, F.col("last_offset")).otherwise(F.col("offset"))
     # The first marker at or after each row: the last one so far in reverse order. A frame up
     # to the current row is computed in one pass; one from it to the end (the same question
     # asked forwards) is recomputed for every row, quadratic in a producer's batches of a
     # partition (at 10M input records, a quarter of an hour for one verdict).
     later = (
         Window.partitionBy("producer_id", "topic", "partition")
-        .orderBy(F.col("position").desc(), "ends_aborted")
+        .orderBy(position.desc(), ends_aborted)
         .rowsBetween(Window.unboundedPreceding, Window.currentRow)
     )
     control = (F.col("f") == LOG_BATCH) & F.col("control")
-    return marks.withColumns(
+    batch = F.col("f") == LOG_BATCH
+    return rows.withColumns(
         {
-            "marker_offset": F.last(F.when(control, F.col("offset")), True).over(later),
-            "marker_ms": F.last(F.when(control, F.col("create_time")), True).over(later),
-            "aborted_at": F.last(F.when(F.col("ends_aborted"), F.col("position")), True).over(
-                later
+            "marker_offset": F.when(
+                batch, F.last(F.when(control, F.col("offset")), True).over(later)
             ),
+            "marker_ms": F.when(
+                batch, F.last(F.when(control, F.col("create_time")), True).over(later)
+            ).otherwise(F.col("marker_ms")),  # an offset commit's is its own
+            "aborted_at": F.when(batch, F.last(F.when(ends_aborted, position), True).over(later)),
         }
-    ).filter((F.col("f") == LOG_BATCH) & ~F.col("control"))
+    )
+
+
+def _marked_batches(rows: DataFrame) -> DataFrame:
+    """The outputs' transactional data batches among `rows` (`producer_rows`), with their
+    markers."""
+    return rows.filter((F.col("f") == LOG_BATCH) & ~F.col("control"))
 
 
 def _fate(aborted: Column) -> Column:

@@ -6,8 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from pyspark.sql import functions as F
 
-from eoschaos.checkers.log_transactions import output_batches
+from eoschaos.checkers.log_transactions import output_batches, with_markers
 from eoschaos.checkers.realtime_lag import first_reads
 from eoschaos.checkers.verdict import check_run
 from eoschaos.contract.history import LOG_BATCH
@@ -86,13 +87,16 @@ INTERLEAVED = [
 
 
 def test_the_lag_runs_from_the_marker_of_the_records_own_batch_where_producers_interleave(spark):
-    rows = spark.createDataFrame(
-        [
-            (LOG_BATCH, "out", 0, offset, last, last - offset + 1, producer, 0, control, ms, None)
-            for offset, last, producer, control, ms in INTERLEAVED
-        ],
-        "f string, topic string, partition int, offset long, last_offset long, count long, "
-        "producer_id long, producer_epoch int, control boolean, create_time long, txn_id string",
+    # the rows as producer_rows gives them: each batch with its marker
+    rows = with_markers(
+        spark.createDataFrame(
+            [
+                (LOG_BATCH, "out", 0, offset, last, last - offset + 1, producer, 0, control, ms)
+                for offset, last, producer, control, ms in INTERLEAVED
+            ],
+            "f string, topic string, partition int, offset long, last_offset long, count long, "
+            "producer_id long, producer_epoch int, control boolean, create_time long",
+        ).withColumns({"txn_id": F.lit(None).cast("string"), "marker_ms": F.lit(None).cast("long")})
     )
     reads = spark.createDataFrame(
         [("observer", "out", 0, offset, offset, 9.5, "read_committed") for offset in (15, 25)],
