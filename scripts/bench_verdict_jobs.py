@@ -9,6 +9,10 @@ with PYTHONPATH pointing at another install of eoschaos (`pip install --no-deps 
 OLD_CHECKOUT`): the same runs, the same machine, one after the other. Numbers go to
 docs/benchmarks.md by hand.
 
+The warm-up verdicts are printed too, each with the classes of generated code it compiled and
+about how long that took: in a fresh JVM (the first RUN_DIR's), most of what a cold verdict
+costs beyond a warm one.
+
 --duckdb adds the peer of scripts/bench_checkers.py, measured after the verdicts on the same
 Parquet: four core checks (lost, duplicate, aborted read, order) in DuckDB (`pip install -e
 '.[bench]'`), a warm-up and then `--rounds` times, and the ratio of the verdict's median to
@@ -30,6 +34,15 @@ from eoschaos.checkers.spark import java_options_for, spark_session
 from eoschaos.checkers.verdict import check_run
 
 
+def compiled(spark) -> tuple[int, float]:
+    """Classes of generated code Spark compiled so far in this JVM, and about how many seconds
+    that took (its compile-time histogram's mean times its count: the histogram keeps a
+    sample). A session's first verdict compiles every plan's code; later ones reuse it."""
+    histogram = spark._jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME()
+    count = histogram.getCount()
+    return count, histogram.getSnapshot().getMean() * count / 1000
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run_dirs", nargs="+", type=Path)
@@ -38,7 +51,15 @@ def main() -> None:
     args = parser.parse_args()
     spark = spark_session(app="bench-verdict-jobs", java_options=java_options_for(args.run_dirs[0]))
     for run_dir in args.run_dirs:
+        classes_before, compiling_before = compiled(spark)
+        started = time.monotonic()
         check_run(spark, run_dir)
+        classes, compiling = compiled(spark)
+        classes, compiling = classes - classes_before, compiling - compiling_before
+        print(
+            f"{run_dir}: warm-up verdict {time.monotonic() - started:.2f} s, {classes} classes of"
+            f" generated code compiled, ~{compiling:.1f} s compiling them"
+        )
     seconds: dict[Path, list[float]] = {run_dir: [] for run_dir in args.run_dirs}
     jobs: dict[Path, int] = {}
     counts: dict[Path, dict[str, int]] = {}
