@@ -13,10 +13,12 @@ retry writes it again. It shows on every such record, fault or none. delivery.to
 counts one per transaction (eoschaos.checkers.log_findings).
 
 Both placements (an input record in its commit's range, an output record in its batch) are
-range joins on broadcast ranges by offset bucket (log_findings.placed_reads): the ranges of a
-group's partition never overlap, nor do a partition's batches, and both grow with
-transactions and batches, not records. One scan of the final committed reads places both
-sides without a shuffle; the records then meet their copies by id in one aggregation.
+range joins on broadcast ranges by offset bucket, as the reads of the output are placed in
+their batches (log_findings.placed_reads): the ranges of a group's partition never overlap,
+nor do a partition's batches, and both grow with transactions and batches (and the offsets
+the groups committed over, a row per BUCKET of them), not with the records read. One scan of
+the final committed reads places both sides without a shuffle; the records then meet their
+copies by id in one aggregation.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from eoschaos.checkers.log_findings import BUCKET, buckets
+from eoschaos.checkers.log_findings import placed_reads
 from eoschaos.checkers.log_transactions import COMMIT, COMMITTED_FATES, data_batches
 from eoschaos.contract.history import FINAL_COMMITTED
 
@@ -34,7 +36,6 @@ if TYPE_CHECKING:
     from eoschaos.checkers.history_io import History
 
 EXAMPLE_IDS = 5  # ids each torn transaction's example lists
-_RANGE = ("topic", "partition", "first_offset", "last_offset")  # where a range lies
 
 
 def outside_copies(history: History, log: DataFrame, log_txns: DataFrame) -> DataFrame:
@@ -48,8 +49,9 @@ def outside_copies(history: History, log: DataFrame, log_txns: DataFrame) -> Dat
         & F.col("topic").isin(*topics.inputs, *topics.written)
     )
     place = F.struct("topic", "partition", "offset")
-    placed = _in_ranges(scan, _commit_ranges(log_txns), "commit")
-    placed = _in_ranges(placed, _batch_ranges(log, topics.written), "batch")
+    placed = _in_ranges(
+        _in_ranges(scan, _commit_ranges(log_txns)), _batch_ranges(log, topics.written)
+    )
     transactional = F.col("batch.transactional")
     consumer = F.when(
         F.col("commit").isNotNull(),
@@ -123,21 +125,8 @@ def _batch_ranges(log: DataFrame, written: tuple[str, ...]) -> DataFrame:
     )
 
 
-def _in_ranges(rows: DataFrame, ranges: DataFrame, name: str) -> DataFrame:
-    """`rows` (topic, partition, offset) each with struct `name` of every range of `ranges`
-    (topic, partition, first and last offset, and the struct `name`) holding its offset, or
-    null where none does: a left join on the broadcast ranges by offset bucket."""
-    keyed = ranges.select(
-        *[F.col(column).alias(f"range_{column}") for column in _RANGE],
-        buckets("first_offset", "last_offset").alias("range_bucket"),
-        name,
-    )
-    holds = (
-        (F.col("topic") == F.col("range_topic"))
-        & (F.col("partition") == F.col("range_partition"))
-        & (F.floor(F.col("offset") / BUCKET) == F.col("range_bucket"))
-        & F.col("offset").between(F.col("range_first_offset"), F.col("range_last_offset"))
-    )
-    return rows.join(F.broadcast(keyed), holds, "left").drop(
-        "range_bucket", *[f"range_{column}" for column in _RANGE]
-    )
+def _in_ranges(rows: DataFrame, ranges: DataFrame) -> DataFrame:
+    """`rows` (topic, partition, offset) each with the struct of every range of `ranges`
+    (topic, partition, first and last offset, and one struct) holding its offset, or null where
+    none does (`placed_reads`, keeping every row)."""
+    return placed_reads(rows, ranges, how="left").drop("first_offset", "last_offset")
