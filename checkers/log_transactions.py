@@ -20,9 +20,10 @@ transaction decided last before its marker was written. A piece with no marker y
 no decided transaction: it is OPEN.
 
 Every step is keyed by producer id, with windows instead of joins, over the small `log` kind of
-the history (it grows with batches and transactions, not records); the rows are parsed once and
-cached. The cache does not keep their partitioning, so each window shuffles the cached rows
-again: cheap at this size, and a plan without the cache was no faster (docs/benchmarks.md).
+the history (it grows with batches and transactions, not records); the rows are parsed once,
+partitioned by producer id, each batch given its marker there, and cached. The cache does not
+keep their partitioning, so each later window shuffles the cached rows again: cheap at this
+size, and a plan without the cache was no faster (docs/benchmarks.md).
 One row per coordinator transaction.
 """
 
