@@ -21,20 +21,16 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
 from pathlib import Path
 
+from bench_verdict_parts import WARM_UPS, one_after_another
 from py4j import clientserver
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from eoschaos.checkers import verdict
 from eoschaos.checkers.spark import java_options_for, spark_session
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from bench_verdict_parts import WARM_UPS, one_after_another
 
 FLOOR_ROUNDS = 20
 # py4j methods that run a plan: their calls last as long as its jobs

@@ -82,13 +82,13 @@ def main() -> None:
         for run_dir, rounds in seconds.items():
             duckdb_core(run_dir, threads=os.cpu_count() or 2)  # warm-up
             peer = [duckdb_core(run_dir, threads=os.cpu_count() or 2) for _ in range(args.rounds)]
-            peer_seconds = [seconds for seconds, _ in peer]
+            peer_seconds = [spent for spent, _ in peer]
             wrong = {
                 check: found
                 for check, found in peer[-1][1].items()
                 if found != counts[run_dir].get(check, 0)
             }
-            each = " ".join(f"{s:.3f}" for s in peer_seconds)
+            each = " ".join(f"{spent:.3f}" for spent in peer_seconds)
             peer_median = statistics.median(peer_seconds)
             ratio = statistics.median(rounds) / peer_median
             print(
